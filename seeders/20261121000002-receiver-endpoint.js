@@ -1,0 +1,24 @@
+'use strict';
+
+const devDefaults = require('../shared/config/dev-defaults.json');
+
+/**
+ * One endpoint subscribed to every post event, pointing at the receiver's sink
+ * (DESIGN §6), so a fresh system shows a signed post event arriving end to end.
+ */
+module.exports = {
+  async up(queryInterface) {
+    const url = process.env.SEED_ENDPOINT_URL || 'http://localhost:3002/webhooks/posts';
+    const secret = process.env.RECEIVER_SECRET || devDefaults.receiverSecret;
+    await queryInterface.sequelize.query(
+      `INSERT INTO webhook_endpoints (url, secret, events, description)
+       SELECT :url, :secret, ARRAY['post.created', 'post.updated', 'post.deleted'], 'receiver sink (seeded)'
+       WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE url = :url)`,
+      { replacements: { url, secret } },
+    );
+  },
+
+  async down(queryInterface) {
+    await queryInterface.sequelize.query(`DELETE FROM webhook_endpoints WHERE description = 'receiver sink (seeded)'`);
+  },
+};

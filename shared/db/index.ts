@@ -1,0 +1,54 @@
+import { Sequelize } from 'sequelize';
+import { Post } from './models/post';
+import { User } from './models/user';
+import { WebhookAttempt } from './models/webhook-attempt';
+import { WebhookDelivery } from './models/webhook-delivery';
+import { WebhookEndpoint } from './models/webhook-endpoint';
+import { WebhookInbox } from './models/webhook-inbox';
+
+export { Post, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
+export type { DeliveryStatus } from './models/webhook-delivery';
+
+export const models = { User, Post, WebhookEndpoint, WebhookDelivery, WebhookAttempt, WebhookInbox };
+export type Models = typeof models;
+
+export interface Database {
+  sequelize: Sequelize;
+  models: Models;
+  /** Resolves when PostgreSQL answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** Pool size; each process keeps at most this many connections. Default 10. */
+  poolMax?: number;
+  /** Receives each SQL statement; default: no SQL logging. */
+  logging?: (sql: string) => void;
+}
+
+/**
+ * Connects Sequelize to PostgreSQL and initialises every model. The schema itself is
+ * owned by the migrations in `migrations/`; this never calls `sync()`.
+ *
+ * @param url - a postgres:// connection URL (DATABASE_URL)
+ * @returns the connection, the models and `close()`; connecting is lazy, so use `ping()`
+ *   to fail fast at start
+ */
+export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const sequelize = new Sequelize(url, {
+    dialect: 'postgres',
+    logging: options.logging ?? false,
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+    define: { underscored: true },
+  });
+  for (const model of Object.values(models)) model.initModel(sequelize);
+  return {
+    sequelize,
+    models,
+    async ping() {
+      await sequelize.query('SELECT 1');
+    },
+    close: () => sequelize.close(),
+  };
+}

@@ -1,0 +1,31 @@
+import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+
+/** One HTTP attempt of a delivery (DESIGN §3): status code or error, duration, first 2 KB of the answer. */
+export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, InferCreationAttributes<WebhookAttempt>> {
+  declare id: CreationOptional<number>;
+  declare deliveryId: string;
+  /** 1-based, unique per delivery. */
+  declare attemptNumber: number;
+  declare statusCode: number | null;
+  declare error: string | null;
+  declare durationMs: number;
+  declare responseBody: string | null;
+  declare attemptedAt: CreationOptional<Date>;
+
+  static initModel(sequelize: Sequelize): typeof WebhookAttempt {
+    WebhookAttempt.init(
+      {
+        id: { type: DataTypes.BIGINT, primaryKey: true, autoIncrement: true },
+        deliveryId: { type: DataTypes.TEXT, allowNull: false },
+        attemptNumber: { type: DataTypes.INTEGER, allowNull: false },
+        statusCode: { type: DataTypes.INTEGER, allowNull: true },
+        error: { type: DataTypes.TEXT, allowNull: true },
+        durationMs: { type: DataTypes.INTEGER, allowNull: false },
+        responseBody: { type: DataTypes.TEXT, allowNull: true },
+        attemptedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
+      },
+      { sequelize, tableName: 'webhook_attempts', underscored: true, timestamps: false },
+    );
+    return WebhookAttempt;
+  }
+}

@@ -1,0 +1,63 @@
+import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+
+export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
+
+/**
+ * One webhook to deliver: the outbox row and the delivery log (DESIGN §3, §6).
+ * `id` is the webhook-id, stable across retries, and the BullMQ job id.
+ * `body` holds the exact bytes that are signed and sent.
+ */
+export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, InferCreationAttributes<WebhookDelivery>> {
+  declare id: string;
+  declare endpointId: number | null;
+  /** The api user who enqueued it, when enqueued over HTTP. */
+  declare userId: CreationOptional<number | null>;
+  declare url: string;
+  declare method: CreationOptional<string>;
+  declare event: string | null;
+  declare body: string;
+  declare headers: CreationOptional<Record<string, string>>;
+  /** Secret of an ad-hoc send; endpoint deliveries use the endpoint's current secret. */
+  declare secret: CreationOptional<string | null>;
+  declare algo: CreationOptional<'sha256' | 'sha384' | 'sha512'>;
+  declare signatureHeader: CreationOptional<string>;
+  declare status: CreationOptional<DeliveryStatus>;
+  declare attempts: CreationOptional<number>;
+  declare nextAttemptAt: CreationOptional<Date | null>;
+  declare lastStatusCode: CreationOptional<number | null>;
+  declare lastError: CreationOptional<string | null>;
+  /** Set once the job is in the queue; null rows are picked up by the outbox relay. */
+  declare enqueuedAt: CreationOptional<Date | null>;
+  declare deliveredAt: CreationOptional<Date | null>;
+  declare createdAt: CreationOptional<Date>;
+  declare updatedAt: CreationOptional<Date>;
+
+  static initModel(sequelize: Sequelize): typeof WebhookDelivery {
+    WebhookDelivery.init(
+      {
+        id: { type: DataTypes.TEXT, primaryKey: true },
+        endpointId: { type: DataTypes.INTEGER, allowNull: true },
+        userId: { type: DataTypes.INTEGER, allowNull: true },
+        url: { type: DataTypes.TEXT, allowNull: false },
+        method: { type: DataTypes.STRING(10), allowNull: false, defaultValue: 'POST' },
+        event: { type: DataTypes.TEXT, allowNull: true },
+        body: { type: DataTypes.TEXT, allowNull: false },
+        headers: { type: DataTypes.JSONB, allowNull: false, defaultValue: {} },
+        secret: { type: DataTypes.TEXT, allowNull: true },
+        algo: { type: DataTypes.STRING(10), allowNull: false, defaultValue: 'sha256' },
+        signatureHeader: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'X-Signature' },
+        status: { type: DataTypes.STRING(16), allowNull: false, defaultValue: 'pending' },
+        attempts: { type: DataTypes.INTEGER, allowNull: false, defaultValue: 0 },
+        nextAttemptAt: { type: DataTypes.DATE, allowNull: true },
+        lastStatusCode: { type: DataTypes.INTEGER, allowNull: true },
+        lastError: { type: DataTypes.TEXT, allowNull: true },
+        enqueuedAt: { type: DataTypes.DATE, allowNull: true },
+        deliveredAt: { type: DataTypes.DATE, allowNull: true },
+        createdAt: DataTypes.DATE,
+        updatedAt: DataTypes.DATE,
+      },
+      { sequelize, tableName: 'webhook_deliveries', underscored: true, timestamps: true },
+    );
+    return WebhookDelivery;
+  }
+}

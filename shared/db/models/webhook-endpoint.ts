@@ -1,0 +1,34 @@
+import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+
+/** A subscriber of post events (DESIGN §3). `events` empty means every event. */
+export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, InferCreationAttributes<WebhookEndpoint>> {
+  declare id: CreationOptional<number>;
+  declare url: string;
+  /** `whsec_` + base64 of random bytes, unless the operator gave one. */
+  declare secret: string;
+  declare events: CreationOptional<string[]>;
+  declare active: CreationOptional<boolean>;
+  declare description: string | null;
+  /** Why the endpoint was disabled, e.g. the receiver answered 410 Gone. */
+  declare disabledReason: CreationOptional<string | null>;
+  declare createdAt: CreationOptional<Date>;
+  declare updatedAt: CreationOptional<Date>;
+
+  static initModel(sequelize: Sequelize): typeof WebhookEndpoint {
+    WebhookEndpoint.init(
+      {
+        id: { type: DataTypes.INTEGER, primaryKey: true, autoIncrement: true },
+        url: { type: DataTypes.TEXT, allowNull: false },
+        secret: { type: DataTypes.TEXT, allowNull: false },
+        events: { type: DataTypes.ARRAY(DataTypes.TEXT), allowNull: false, defaultValue: [] },
+        active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
+        description: { type: DataTypes.TEXT, allowNull: true },
+        disabledReason: { type: DataTypes.TEXT, allowNull: true },
+        createdAt: DataTypes.DATE,
+        updatedAt: DataTypes.DATE,
+      },
+      { sequelize, tableName: 'webhook_endpoints', underscored: true, timestamps: true },
+    );
+    return WebhookEndpoint;
+  }
+}

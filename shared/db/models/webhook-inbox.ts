@@ -1,0 +1,24 @@
+import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+
+/** The receiver's record of a webhook it has seen, keyed by webhook-id (DESIGN §3). */
+export class WebhookInbox extends Model<InferAttributes<WebhookInbox>, InferCreationAttributes<WebhookInbox>> {
+  declare webhookId: string;
+  declare topic: string;
+  declare event: string | null;
+  declare receivedAt: CreationOptional<Date>;
+  declare processedAt: CreationOptional<Date | null>;
+
+  static initModel(sequelize: Sequelize): typeof WebhookInbox {
+    WebhookInbox.init(
+      {
+        webhookId: { type: DataTypes.TEXT, primaryKey: true },
+        topic: { type: DataTypes.TEXT, allowNull: false },
+        event: { type: DataTypes.TEXT, allowNull: true },
+        receivedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
+        processedAt: { type: DataTypes.DATE, allowNull: true },
+      },
+      { sequelize, tableName: 'webhook_inbox', underscored: true, timestamps: false },
+    );
+    return WebhookInbox;
+  }
+}

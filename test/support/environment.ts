@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import { Client } from 'pg';
+import { Config, loadConfig, ServiceName } from '../../shared/config';
+import { testServices, withDatabase } from './services';
+
+/** A test file's own PostgreSQL database (a migrated clone) and Redis key prefix. */
+export interface TestEnvironment {
+  config: Config;
+  databaseUrl: string;
+  redisUrl: string;
+  redisPrefix: string;
+  /** Drops the database and deletes every Redis key under the prefix. */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Creates a fresh, migrated database and a fresh Redis prefix for one test file, and a
+ * Config pointing at them (log level silent unless LOG_LEVEL is set).
+ *
+ * @param env - extra environment variables for loadConfig, e.g. `{ API_LAYOUT: 'b' }`
+ * @param service - which service the config is for (picks default ports)
+ */
+export async function createTestEnvironment(
+  env: Record<string, string> = {},
+  service: ServiceName = 'api',
+): Promise<TestEnvironment> {
+  const { adminDatabaseUrl, redisUrl, runId, templateDatabase } = testServices();
+  const suffix = randomBytes(4).toString('hex');
+  const database = `pwt_${runId}_${suffix}`;
+  const redisPrefix = `t${runId}${suffix}`;
+  await withAdmin(adminDatabaseUrl, (admin) => admin.query(`CREATE DATABASE "${database}" TEMPLATE "${templateDatabase}"`));
+  const databaseUrl = withDatabase(adminDatabaseUrl, database);
+  const config = loadConfig(
+    {
+      NODE_ENV: 'test',
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      REDIS_PREFIX: redisPrefix,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      APP_URL: 'http://localhost:3000',
+      ...env,
+    },
+    service,
+  );
+  return {
+    config,
+    databaseUrl,
+    redisUrl,
+    redisPrefix,
+    async cleanup() {
+      await withAdmin(adminDatabaseUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`));
+      await deleteRedisPrefix(redisUrl, redisPrefix);
+    },
+  };
+}
+
+async function withAdmin<T>(url: string, work: (admin: Client) => Promise<T>): Promise<T> {
+  const admin = new Client({ connectionString: url });
+  await admin.connect();
+  try {
+    return await work(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Deletes every key that starts with `prefix` (SCAN + UNLINK, never KEYS). */
+export async function deleteRedisPrefix(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
