@@ -1,0 +1,29 @@
+# One image for every service; the command picks the service (see docker-compose.yml).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY shared shared
+COPY services services
+COPY scripts scripts
+COPY bench bench
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/dist dist
+# sequelize-cli loads these with require() at run time, outside dist/.
+COPY .sequelizerc ./
+COPY migrations migrations
+COPY seeders seeders
+COPY scripts/create-database.js scripts/create-database.js
+COPY shared/db/sequelize-cli-config.js shared/db/sequelize-cli-config.js
+COPY shared/config/dev-defaults.json shared/config/dev-defaults.json
+RUN mkdir -p storage/uploads && chown -R node:node storage
+USER node
+EXPOSE 3000
+CMD ["node", "dist/services/api/src/server.js"]

@@ -1,0 +1,60 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The Prometheus metrics of one process. Each process owns one registry (not prom-client's
+ * global one), so tests that build several apps in one process never clash on names.
+ */
+export interface Metrics {
+  registry: Registry;
+  /** HTTP requests served, by method, route pattern and status code; seconds. */
+  httpRequestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  /** Webhook deliveries finished, by outcome: succeeded, retried, failed, disabled. */
+  deliveries: Counter<'outcome'>;
+  /** Duration of one HTTP delivery attempt, seconds, by status class (2xx, 4xx, 5xx, error). */
+  attemptDuration: Histogram<'status_class'>;
+  /** Jobs in the `webhooks` queue by state (waiting, active, delayed, failed), set at scrape time. */
+  queueJobs: Gauge<'state'>;
+  /** Deliveries recorded in the outbox but not yet handed to the queue, set at scrape time. */
+  outboxPending: Gauge;
+}
+
+/**
+ * Creates the registry with Node's default process metrics and this system's metrics.
+ *
+ * @param service - the `service` label on every metric (api-a, api-b, receiver, webhook-worker)
+ */
+export function createMetrics(service: string): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequestDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP requests served, by method, route and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    deliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Webhook deliveries finished or rescheduled, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    attemptDuration: new Histogram({
+      name: 'webhook_attempt_duration_seconds',
+      help: 'Duration of one webhook delivery attempt, by status class',
+      labelNames: ['status_class'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+      registers,
+    }),
+    queueJobs: new Gauge({ name: 'webhook_queue_jobs', help: 'Jobs in the webhooks queue by state', labelNames: ['state'], registers }),
+    outboxPending: new Gauge({
+      name: 'webhook_outbox_pending',
+      help: 'Deliveries recorded but not yet handed to the queue',
+      registers,
+    }),
+  };
+}
