@@ -27,6 +27,8 @@ export interface Config {
   webhookBlockPrivate: boolean;
   workerConcurrency: number;
   workerShutdownTimeoutMs: number;
+  /** BullMQ job lock of the worker, ms; a killed worker's jobs return to the queue about this long after. */
+  workerLockDurationMs: number;
   /** Port of the worker's /health, /ready and /metrics server; 0 = none. */
   workerMetricsPort: number;
   /** How often the api's outbox relay looks for deliveries that missed the queue, milliseconds. */
@@ -70,6 +72,7 @@ const schema = Joi.object({
   WEBHOOK_BLOCK_PRIVATE: Joi.boolean(),
   WORKER_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(50),
   WORKER_SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(10000),
+  WORKER_LOCK_DURATION_MS: Joi.number().integer().min(500).default(30000),
   WORKER_METRICS_PORT: Joi.number().integer().min(0).max(65535).default(3003),
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(50).default(5000),
   QUOTA_PERIOD_S: Joi.number().integer().min(1).default(86400),
@@ -127,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     webhookBlockPrivate: value.WEBHOOK_BLOCK_PRIVATE ?? production,
     workerConcurrency: value.WORKER_CONCURRENCY,
     workerShutdownTimeoutMs: value.WORKER_SHUTDOWN_TIMEOUT_MS,
+    workerLockDurationMs: value.WORKER_LOCK_DURATION_MS,
     workerMetricsPort: value.WORKER_METRICS_PORT,
     outboxRelayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,
     quotaPeriodS: value.QUOTA_PERIOD_S,

@@ -55,13 +55,21 @@ export function serializeEnvelope(payload: unknown, config: EnvelopeConfig = {})
     if (key === 'signable' && config.signable) section[SIGN_KEY] = 1;
   }
   const envelope = Object.keys(section).length > 0 ? { _data: data, _config: section } : { _data: data };
-  let body: string;
   try {
-    body = JSON.stringify(envelope);
+    return encodeJson(envelope);
   } catch (error) {
     throw new EncryptionError('Cannot sign: payload is not serialisable to JSON.', { cause: error });
   }
-  return body.replace(/[\u2028\u2029]/g, (c) => (c === '\u2028' ? '\\u2028' : '\\u2029'));
+}
+
+/**
+ * `JSON.stringify` made byte-equal to PHP's `json_encode($value, JSON_UNESCAPED_SLASHES |
+ * JSON_UNESCAPED_UNICODE)`: the only difference left is that PHP escapes U+2028 and U+2029.
+ *
+ * @throws TypeError for values JSON cannot hold (cycles, BigInt)
+ */
+export function encodeJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u2028\u2029]/g, (c) => (c === '\u2028' ? '\\u2028' : '\\u2029'));
 }
 
 /**

@@ -1,0 +1,216 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { EncryptionError, LogicError } from './errors';
+
+export { EVENT_KEY, SIGN_KEY, parseEnvelope, serializeEnvelope } from './envelope';
+export type { Envelope, EnvelopeConfig } from './envelope';
+
+/** HMAC algorithms the `X-Signature` header may use (DESIGN §7); anything else is refused. */
+export const HMAC_ALGOS = ['sha256', 'sha384', 'sha512'] as const;
+export type HmacAlgo = (typeof HMAC_ALGOS)[number];
+
+/** Default name of the hex signature header (Luminova's `$xSignature`). */
+export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
+/** Default Standard Webhooks timestamp window, seconds, in both directions. */
+export const DEFAULT_TOLERANCE_S = 300;
+
+/** Incoming headers as Node and Fastify give them (any case is accepted). */
+export type IncomingHeaders = Record<string, string | string[] | number | undefined>;
+
+const SECRET_PREFIX = 'whsec_';
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const HEX_LENGTH: Record<HmacAlgo, number> = { sha256: 64, sha384: 96, sha512: 128 };
+
+/**
+ * Checks an algorithm name.
+ * @throws LogicError naming the supported algorithms when `algo` is not one of them
+ */
+export function assertAlgo(algo: string): HmacAlgo {
+  if ((HMAC_ALGOS as readonly string[]).includes(algo)) return algo as HmacAlgo;
+  throw new LogicError(`Unsupported HMAC algorithm "${algo}": use one of ${HMAC_ALGOS.join(', ')}.`);
+}
+
+/**
+ * The `X-Signature` value: lowercase hex HMAC-<algo> (RFC 2104) with key = the secret's UTF-8
+ * bytes (a `whsec_` secret included, prefix and all) and message = the body bytes (DESIGN §7,
+ * Luminova `hash_hmac($algo, $body, $secret)`).
+ *
+ * @param body - the exact bytes sent; a string is taken as UTF-8
+ * @throws LogicError for an empty secret or an unsupported algorithm
+ */
+export function signHex(body: string | Buffer, secret: string, algo: HmacAlgo = 'sha256'): string {
+  return hexDigest(toBytes(body), secret, assertAlgo(algo));
+}
+
+/**
+ * Verifies an `X-Signature` value in constant time; hex case does not matter. Never throws on
+ * what came over the wire: a missing, non-string, non-hex or wrong-length signature is false.
+ *
+ * @param body - the raw bytes that arrived, never re-serialised JSON
+ * @throws LogicError only for an empty secret or an unsupported algorithm (configuration)
+ */
+export function verifyHex(body: string | Buffer, secret: string, signature: unknown, algo: HmacAlgo = 'sha256'): boolean {
+  const checked = assertAlgo(algo);
+  const expected = Buffer.from(hexDigest(toBytes(body), secret, checked), 'hex');
+  if (typeof signature !== 'string') return false;
+  const given = signature.trim();
+  if (given.length !== HEX_LENGTH[checked] || !/^[0-9a-fA-F]+$/.test(given)) return false;
+  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
+}
+
+/**
+ * One Standard Webhooks signature, `v1,<base64 HMAC-SHA256>` over `<id>.<timestamp>.<body>`
+ * (standardwebhooks.com; the reference `Webhook.sign()`).
+ *
+ * @param timestampSeconds - unix time in whole seconds, as sent in `webhook-timestamp`
+ * @param secret - `whsec_<base64>` (the base64 part is the key) or any other string (its UTF-8
+ *   bytes are the key)
+ * @throws LogicError for an empty or badly encoded secret or a non-integer timestamp
+ */
+export function signStandard(id: string, timestampSeconds: number, body: string | Buffer, secret: string): string {
+  assertTimestamp(timestampSeconds);
+  return standardSignature(id, timestampSeconds, toBytes(body), standardKey(secret));
+}
+
+/** Options of {@link verifyStandard}. */
+export interface VerifyStandardOptions {
+  /** Accepted clock difference in seconds, both directions; default 300. */
+  toleranceS?: number;
+  /** The current unix time in seconds; default the clock. Tests inject it. */
+  now?: number;
+}
+
+/**
+ * Verifies Standard Webhooks headers over the raw body: the `webhook-signature` list is
+ * space-separated, entries of versions other than `v1` are ignored, one match is enough,
+ * comparison is constant-time, and `webhook-timestamp` must lie within the tolerance.
+ *
+ * @param headers - incoming headers holding `webhook-id`, `webhook-timestamp`, `webhook-signature`
+ * @param secret - the shared secret, or several while a secret rotates
+ * @returns the verified webhook-id and timestamp (seconds)
+ * @throws EncryptionError naming the reason: missing headers, bad or stale timestamp, no match
+ * @throws LogicError for an empty or badly encoded secret (configuration)
+ */
+export function verifyStandard(
+  body: string | Buffer,
+  headers: IncomingHeaders,
+  secret: string | readonly string[],
+  options: VerifyStandardOptions = {},
+): { id: string; timestamp: number } {
+  const id = header(headers, 'webhook-id');
+  const rawTimestamp = header(headers, 'webhook-timestamp');
+  const signatures = header(headers, 'webhook-signature');
+  if (!id || !rawTimestamp || !signatures) throw new EncryptionError('Missing required Standard Webhooks headers.');
+  const timestamp = /^\d{1,15}$/.test(rawTimestamp) ? Number(rawTimestamp) : NaN;
+  if (Number.isNaN(timestamp)) throw new EncryptionError('Invalid webhook-timestamp header.');
+  const tolerance = options.toleranceS ?? DEFAULT_TOLERANCE_S;
+  const now = options.now ?? Math.floor(Date.now() / 1000);
+  if (now - timestamp > tolerance) throw new EncryptionError('Message timestamp too old.');
+  if (timestamp - now > tolerance) throw new EncryptionError('Message timestamp too new.');
+
+  const bytes = toBytes(body);
+  const expected = (typeof secret === 'string' ? [secret] : secret).map((s) =>
+    Buffer.from(standardSignature(id, timestamp, bytes, standardKey(s)).slice(3)),
+  );
+  for (const entry of signatures.split(' ')) {
+    const comma = entry.indexOf(',');
+    if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
+    const given = Buffer.from(entry.slice(comma + 1));
+    if (expected.some((e) => e.length === given.length && timingSafeEqual(e, given))) return { id, timestamp };
+  }
+  throw new EncryptionError('No matching signature found.');
+}
+
+/** Input of {@link signedHeaders}. */
+export interface SignedHeadersInput {
+  /** The webhook-id, stable across retries of one delivery. */
+  id: string;
+  /** Unix seconds of this attempt. */
+  timestamp: number;
+  /** The exact body bytes that will be sent. */
+  body: string | Buffer;
+  secret: string;
+  /** While a secret rotates: more secrets whose `v1` signatures are appended to the list. */
+  additionalSecrets?: readonly string[];
+  algo?: HmacAlgo;
+  /** Name of the hex signature header; default `X-Signature`. */
+  signatureHeader?: string;
+}
+
+/**
+ * Every header DESIGN §7 puts on a delivery: `Content-Type: application/json`, the hex
+ * signature header, `webhook-id`, `webhook-timestamp` and `webhook-signature`. The body is
+ * converted to bytes once and hashed once per HMAC.
+ *
+ * @throws LogicError for an empty or badly encoded secret, an unsupported algorithm or a
+ *   non-integer timestamp
+ */
+export function signedHeaders(input: SignedHeadersInput): Record<string, string> {
+  const algo = assertAlgo(input.algo ?? 'sha256');
+  assertTimestamp(input.timestamp);
+  const bytes = toBytes(input.body);
+  const secrets = [input.secret, ...(input.additionalSecrets ?? [])];
+  return {
+    'Content-Type': 'application/json',
+    [input.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: hexDigest(bytes, input.secret, algo),
+    'webhook-id': input.id,
+    'webhook-timestamp': String(input.timestamp),
+    'webhook-signature': secrets.map((s) => standardSignature(input.id, input.timestamp, bytes, standardKey(s))).join(' '),
+  };
+}
+
+/**
+ * The secret used when none was set: lowercase hex HMAC-<algo>(key = appKey, message = salt),
+ * as Luminova's `hash_hmac($algo, $salt, env('app.key'))` (DESIGN §8).
+ *
+ * @throws LogicError for an empty app key or an unsupported algorithm
+ */
+export function deriveSecret(appKey: string, salt: string, algo: HmacAlgo = 'sha256'): string {
+  if (!appKey) throw new LogicError('Cannot derive a webhook secret: the application key is empty.');
+  return createHmac(assertAlgo(algo), appKey).update(salt, 'utf8').digest('hex');
+}
+
+/**
+ * A fresh webhook-id: `msg_` and 22 base64url characters (128 random bits). It never contains
+ * `:` and is never all digits, so it is also a valid BullMQ job id.
+ */
+export function newWebhookId(): string {
+  return `msg_${randomBytes(16).toString('base64url')}`;
+}
+
+function hexDigest(bytes: Buffer, secret: string, algo: HmacAlgo): string {
+  if (!secret) throw new LogicError('Cannot sign: the secret is empty.');
+  return createHmac(algo, secret).update(bytes).digest('hex');
+}
+
+function standardSignature(id: string, timestamp: number, bytes: Buffer, key: Buffer): string {
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`, 'utf8').update(bytes).digest('base64')}`;
+}
+
+function standardKey(secret: string): Buffer {
+  if (!secret.startsWith(SECRET_PREFIX)) {
+    if (!secret) throw new LogicError('Cannot sign: the secret is empty.');
+    return Buffer.from(secret, 'utf8');
+  }
+  const encoded = secret.slice(SECRET_PREFIX.length);
+  if (!encoded || !BASE64.test(encoded)) throw new LogicError('Invalid secret: the part after whsec_ must be base64.');
+  return Buffer.from(encoded, 'base64');
+}
+
+function assertTimestamp(seconds: number): void {
+  if (!Number.isSafeInteger(seconds) || seconds < 0) {
+    throw new LogicError(`Invalid webhook timestamp ${seconds}: expected whole unix seconds.`);
+  }
+}
+
+function header(headers: IncomingHeaders, name: string): string | undefined {
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() !== name) continue;
+    if (Array.isArray(value)) return value.join(' ');
+    return value === undefined ? undefined : String(value);
+  }
+  return undefined;
+}
+
+function toBytes(body: string | Buffer): Buffer {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+}
