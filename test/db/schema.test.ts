@@ -1,4 +1,4 @@
-import { QueryTypes } from 'sequelize';
+import { Model, ModelStatic, QueryTypes } from 'sequelize';
 import { createDatabase, Database, models } from '../../shared/db';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
@@ -16,7 +16,7 @@ describe('database schema', () => {
     await env.cleanup();
   });
 
-  it.each(Object.entries(models))(
+  it.each(Object.entries(models).map(([name, model]) => [name, model as ModelStatic<Model>] as const))(
     'when the %s table is migrated, then every model attribute matches a real column and vice versa',
     async (_name, model) => {
       const columns = await db.sequelize.getQueryInterface().describeTable(model.getTableName());
