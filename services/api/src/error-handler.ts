@@ -1,0 +1,36 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { UnsupportedImageError } from './images/errors';
+
+/** Renders a status and a client-safe message in a layout's error shape. */
+export type ErrorBody = (statusCode: number, message: string) => object;
+
+// Fastify's and @fastify/multipart's own wording is written for developers; clients get these.
+const CLIENT_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported content type.',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large.',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'Request body is empty.',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'Malformed JSON body.',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Invalid Content-Length.',
+  FST_REQ_FILE_TOO_LARGE: 'Image cannot exceed 2 MB.',
+  FST_FILES_LIMIT: 'Only one file may be uploaded.',
+  FST_FIELDS_LIMIT: 'Too many form fields.',
+  FST_PARTS_LIMIT: 'Too many form parts.',
+};
+
+/**
+ * The one error handler, parameterised by the layout's shape. 4xx errors keep their
+ * status and a client-safe message; anything else is logged with its stack and answered
+ * 500 without its message.
+ */
+export function createErrorHandler(body: ErrorBody) {
+  return function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    if (error instanceof UnsupportedImageError) return reply.code(415).send(body(415, error.message));
+    const status = error.statusCode;
+    if (status === undefined || status < 400 || status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+      return reply.code(500).send(body(500, 'Internal server error.'));
+    }
+    request.log.info({ code: error.code, statusCode: status, reason: error.message }, 'request refused');
+    return reply.code(status).send(body(status, CLIENT_MESSAGES[error.code] ?? error.message));
+  };
+}

@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { UnsupportedImageError } from './errors';
+import { detectImageType } from './image-type';
+
+/** Uploaded post images on disk, served by Layout A at /cdn/<name>. */
+export interface ImageStore {
+  /** The absolute directory the files live in. */
+  directory: string;
+  /**
+   * Stores the bytes under a fresh random name with the extension of their real type.
+   * @returns the file name (no directory)
+   * @throws UnsupportedImageError when the bytes are not png, jpeg, gif or webp
+   */
+  save(bytes: Buffer): Promise<string>;
+  /** Deletes a stored file; a missing file is not an error. */
+  remove(name: string): Promise<void>;
+}
+
+/** Creates the store and its directory (UPLOAD_DIR) if needed. */
+export function createImageStore(uploadDir: string): ImageStore {
+  const directory = path.resolve(uploadDir);
+  mkdirSync(directory, { recursive: true });
+  return {
+    directory,
+    async save(bytes) {
+      const type = detectImageType(bytes);
+      if (!type) throw new UnsupportedImageError();
+      const name = `${randomUUID()}.${type.extension}`;
+      // 'wx' refuses to overwrite: a name is never reused, even on the impossible UUID clash.
+      await writeFile(path.join(directory, name), bytes, { flag: 'wx' });
+      return name;
+    },
+    async remove(name) {
+      await unlink(path.join(directory, path.basename(name))).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+    },
+  };
+}

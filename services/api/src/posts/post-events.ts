@@ -1,0 +1,42 @@
+import type { Transaction } from 'sequelize';
+
+/** The post events of DESIGN §6. */
+export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
+
+/** Data of `post.created` and `post.updated` (DESIGN §6); times are ISO 8601, `image` the stored file name or null. */
+export interface PostChangedData {
+  pid: number;
+  uuid: string;
+  user_id: number;
+  title: string;
+  content: string;
+  image: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Data of `post.deleted` (DESIGN §6). */
+export interface PostDeletedData {
+  pid: number;
+  uuid: string;
+  user_id: number;
+}
+
+export type PostEventData = PostChangedData | PostDeletedData;
+
+/**
+ * Records a post event inside the transaction that changes the post, so the event exists
+ * exactly when the change commits (the outbox of DESIGN §6).
+ */
+export interface PostEventRecorder {
+  /** Runs inside `transaction`; a rejection rolls the post change back. */
+  record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
+}
+
+/**
+ * A recorder that drops every event. It stands in until the outbox recorder of
+ * `shared/queue` is wired in: with it, no webhook is ever sent for a post change.
+ */
+export function createDiscardingPostEventRecorder(): PostEventRecorder {
+  return { record: async () => undefined };
+}

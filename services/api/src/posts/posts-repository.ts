@@ -1,0 +1,146 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import { PostIdsExhaustedError } from './errors';
+import type { PostCache } from './post-cache';
+import type { PostEventRecorder } from './post-events';
+import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
+
+export interface NewPost {
+  userId: number;
+  title: string;
+  content: string;
+  image: string | null;
+}
+
+export interface PostChanges {
+  title?: string;
+  content?: string;
+}
+
+/** How a new post gets its pid: Layout A from the table's sequence (>= 100000), Layout B a random 10000..99999. */
+export type PidSource = 'sequence' | 'random';
+
+export interface PostPage {
+  posts: PostRecord[];
+  /** Number of posts in the table, whatever the page. */
+  total: number;
+}
+
+/** The one posts store both layouts use. Writes are transactional, record a post event and invalidate the cache. */
+export interface PostsRepository {
+  /** @throws PostIdsExhaustedError when no free random pid was found */
+  create(post: NewPost, pidSource: PidSource): Promise<PostRecord>;
+  findById(pid: number): Promise<PostRecord | null>;
+  /** Newest first. */
+  list(limit: number, offset: number): Promise<PostPage>;
+  /** Null when the post does not exist or belongs to another user. */
+  update(pid: number, ownerId: number, changes: PostChanges): Promise<PostRecord | null>;
+  /** The deleted post; null when it does not exist or belongs to another user. */
+  delete(pid: number, ownerId: number): Promise<PostRecord | null>;
+}
+
+export interface PostsRepositoryDeps {
+  sequelize: Sequelize;
+  events: PostEventRecorder;
+  cache: PostCache;
+  /** Removes a deleted post's image file; failures are logged, never surfaced. */
+  removeImage(name: string): Promise<void>;
+  log: FastifyBaseLogger;
+}
+
+const RANDOM_PID_MIN = 10_000;
+const RANDOM_PID_MAX = 99_999;
+// 90 000 slots: ten misses in a row means the range is nearly full, not bad luck.
+const RANDOM_PID_ATTEMPTS = 10;
+
+export function createPostsRepository({ sequelize, events, cache, removeImage, log }: PostsRepositoryDeps): PostsRepository {
+  async function rows(sql: string, bind: unknown[], transaction?: Transaction): Promise<PostRow[]> {
+    return sequelize.query<PostRow>(sql, { bind, type: QueryTypes.SELECT, raw: true, transaction });
+  }
+
+  async function insert(post: NewPost, pidSource: PidSource, transaction: Transaction): Promise<PostRow> {
+    const values = [randomUUID(), post.userId, post.title, post.content, post.image];
+    if (pidSource === 'sequence') {
+      const [row] = await rows(
+        `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image) VALUES ($1, $2, $3, $4, $5) RETURNING ${POST_COLUMNS}`,
+        values,
+        transaction,
+      );
+      return row;
+    }
+    for (let attempt = 0; attempt < RANDOM_PID_ATTEMPTS; attempt++) {
+      // ON CONFLICT keeps the transaction usable after a collision, so the retry stays inside it.
+      const [row] = await rows(
+        `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`,
+        [...values, randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1)],
+        transaction,
+      );
+      if (row) return row;
+    }
+    throw new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
+  }
+
+  return {
+    async create(post, pidSource) {
+      const created = await sequelize.transaction(async (transaction) => {
+        const record = toPostRecord(await insert(post, pidSource, transaction));
+        await events.record(transaction, 'post.created', toChangedData(record));
+        return record;
+      });
+      await cache.invalidate(created.pid);
+      return created;
+    },
+
+    async findById(pid) {
+      if (!isStorablePid(pid)) return null;
+      const [row] = await rows(`SELECT ${POST_COLUMNS} FROM posts WHERE pid = $1`, [pid]);
+      return row ? toPostRecord(row) : null;
+    },
+
+    async list(limit, offset) {
+      const found = await sequelize.query<PostRow & { total: string }>(
+        `SELECT ${POST_COLUMNS}, count(*) OVER () AS total FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
+        { bind: [limit, offset], type: QueryTypes.SELECT, raw: true },
+      );
+      // The window count is absent when the page is empty, which both layouts answer without a total.
+      return { posts: found.map(toPostRecord), total: found.length > 0 ? Number(found[0].total) : 0 };
+    },
+
+    async update(pid, ownerId, changes) {
+      if (!isStorablePid(pid)) return null;
+      const updated = await sequelize.transaction(async (transaction) => {
+        const [row] = await rows(
+          `UPDATE posts SET post_title = COALESCE($3, post_title), post_body = COALESCE($4, post_body), updated_at = now()
+           WHERE pid = $1 AND user_id = $2 RETURNING ${POST_COLUMNS}`,
+          [pid, ownerId, changes.title ?? null, changes.content ?? null],
+          transaction,
+        );
+        if (!row) return null;
+        const record = toPostRecord(row);
+        await events.record(transaction, 'post.updated', toChangedData(record));
+        return record;
+      });
+      if (updated) await cache.invalidate(pid);
+      return updated;
+    },
+
+    async delete(pid, ownerId) {
+      if (!isStorablePid(pid)) return null;
+      const deleted = await sequelize.transaction(async (transaction) => {
+        const [row] = await rows(`DELETE FROM posts WHERE pid = $1 AND user_id = $2 RETURNING ${POST_COLUMNS}`, [pid, ownerId], transaction);
+        if (!row) return null;
+        const record = toPostRecord(row);
+        await events.record(transaction, 'post.deleted', toDeletedData(record));
+        return record;
+      });
+      if (!deleted) return null;
+      await cache.invalidate(pid);
+      if (deleted.image) {
+        await removeImage(deleted.image).catch((err) => log.warn({ err, pid, image: deleted.image }, 'removing a deleted post image failed'));
+      }
+      return deleted;
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import multipart from '@fastify/multipart';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createQuotaAuthHook } from '../../plugins/quota';
+import type { Layout } from '../api-routes';
+import { postsRoutesA } from './posts-routes';
+
+const MEGABYTE = 1024 * 1024;
+const INVALID_ENDPOINT = { status: 401, message: 'Invalid or missing endpoint.' };
+
+/**
+ * Layout A (Luminova's shapes, DESIGN §5): errors `{"status":N,"message":"..."}`, auth with
+ * quota on every mounted route, multipart uploads, and 401 for any unknown endpoint under
+ * /api/v1 (after auth and quota when it lies under /api/v1/posts, as the spec's middleware runs first).
+ */
+export const layoutA: Layout = {
+  errorBody: (status, message) => ({ status, message }),
+  postsRoutes: postsRoutesA,
+  plugin: async (app, { routes, config, posts, postReader, images }) => {
+    await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
+    const authenticate = createQuotaAuthHook(app.db.sequelize, config.quotaPeriodS);
+    const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
+
+    app.setNotFoundHandler(
+      {
+        preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
+          if (postsPath.test(request.url)) return authenticate.call(app, request, reply, () => undefined);
+        },
+      },
+      async (_request, reply) => reply.code(401).send(INVALID_ENDPOINT),
+    );
+
+    await app.register(async (authenticated) => {
+      authenticated.addHook('onRequest', authenticate);
+      for (const plugin of routes) await authenticated.register(plugin, { config, posts, postReader, images });
+    });
+  },
+};

@@ -1,0 +1,64 @@
+import { ApiError } from '../../errors';
+import { joiValidatorCompiler } from '../../schemas/joi-validation';
+import { createPostSchemaA, deletePostSchemaA, getPostA, listPostsA, updatePostSchemaA } from '../../schemas/layout-a';
+import { ApiRoutes, currentUser } from '../api-routes';
+import { readMultipartBody } from './multipart-body';
+import { createLayoutAPresenter } from './present';
+
+type IdParams = { Params: { id: number } };
+type CreateBody = { title: string; body: string; userId: number; image?: Buffer };
+
+// find-my-way pattern: the spec's {post_id} is an integer segment; anything else is an unknown endpoint.
+const ID = ':id(^\\d+$)';
+
+/** Layout A's posts routes (DESIGN §5): HTTP only, over the shared repository and Layout A's cached reads. */
+export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, images }) => {
+  app.setValidatorCompiler(joiValidatorCompiler);
+  const present = createLayoutAPresenter(config.appUrl);
+
+  app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsA() }, async (request, reply) => {
+    const page = await postReader.list(request.query.limit, request.query.offset);
+    if (page.posts.length === 0) return reply.code(204).send();
+    return { status: 200, items: page.posts.map(present.listItem) };
+  });
+
+  app.get<IdParams>(`/posts/${ID}`, { schema: getPostA() }, async (request, reply) => {
+    const post = await postReader.findById(request.params.id);
+    if (!post) return reply.code(204).send();
+    return { status: 200, item: present.item(post) };
+  });
+
+  app.post<{ Body: CreateBody }>(
+    '/posts/create',
+    { schema: createPostSchemaA(), preValidation: readMultipartBody },
+    async (request) => {
+      const { title, body, userId, image } = request.body;
+      if (userId !== currentUser(request).userId) throw new ApiError(403, 'userId must be the authenticated user.');
+      const imageName = image ? await images.save(image) : null;
+      try {
+        const post = await posts.create({ userId, title, content: body, image: imageName }, 'sequence');
+        return { status: 200, message: 'Post was successfully created.', item: present.item(post) };
+      } catch (err) {
+        if (imageName) await images.remove(imageName).catch((cleanup) => request.log.warn({ err: cleanup }, 'removing an orphaned image failed'));
+        throw err;
+      }
+    },
+  );
+
+  app.put<IdParams & { Body: { title?: string; content?: string } }>(
+    `/posts/update/${ID}`,
+    { schema: updatePostSchemaA() },
+    async (request) => {
+      const { id } = request.params;
+      const updated = await posts.update(id, currentUser(request).userId, request.body);
+      if (!updated) throw new ApiError(404, `Post ID: ${id} not found.`);
+      return { status: 200, message: `Post ID: ${id} successfully updated.` };
+    },
+  );
+
+  app.delete<IdParams>(`/posts/delete/${ID}`, { schema: deletePostSchemaA() }, async (request, reply) => {
+    const { id } = request.params;
+    if (!(await posts.delete(id, currentUser(request).userId))) throw new ApiError(404, `Post ID: ${id} not found.`);
+    return reply.code(204).send();
+  });
+};

@@ -1,0 +1,36 @@
+import formbody from '@fastify/formbody';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createAuthHook, LAYOUT_B_UNAUTHORIZED } from '../../plugins/auth';
+import type { Layout } from '../api-routes';
+import { postsRoutesB } from './posts-routes';
+
+const NOT_IMPLEMENTED = { error: 'Endpoint not implemented.' };
+
+/**
+ * Layout B (DESIGN §5): errors `{"message":"..."}`, auth without quota on every mounted
+ * route, JSON or urlencoded bodies, and 501 for any unknown endpoint under /api/v1 (after
+ * auth when it lies under /api/v1/posts, as the spec's middleware runs first).
+ */
+export const layoutB: Layout = {
+  errorBody: (_status, message) => ({ message }),
+  postsRoutes: postsRoutesB,
+  plugin: async (app, { routes, config, posts, postReader, images }) => {
+    await app.register(formbody);
+    const authenticate = createAuthHook(app.db.sequelize, LAYOUT_B_UNAUTHORIZED);
+    const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
+
+    app.setNotFoundHandler(
+      {
+        preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
+          if (postsPath.test(request.url)) return authenticate.call(app, request, reply, () => undefined);
+        },
+      },
+      async (_request, reply) => reply.code(501).send(NOT_IMPLEMENTED),
+    );
+
+    await app.register(async (authenticated) => {
+      authenticated.addHook('onRequest', authenticate);
+      for (const plugin of routes) await authenticated.register(plugin, { config, posts, postReader, images });
+    });
+  },
+};

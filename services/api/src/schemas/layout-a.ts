@@ -1,0 +1,144 @@
+import { AUTHENTICATED, EMPTY, messageSchema, postIdParamsSchema } from './common';
+import { validatedBy } from './joi-validation';
+import { createPostA, pageQuery, updatePostA } from './post-input';
+
+// Route schemas of Layout A (DESIGN §5): JSON Schema for OpenAPI and response serialisation,
+// Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
+
+const tags = ['posts (layout a)'];
+const error = (description: string) => messageSchema(description, { status: { type: 'integer' } });
+const COMMON_ERRORS = { 401: error('Bad credentials, quota exceeded, or unknown endpoint') };
+
+const listItem = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    uuid: { type: 'string', format: 'uuid' },
+    userId: { type: 'integer' },
+    title: { type: 'string' },
+    body: { type: 'string' },
+    image: { type: 'string', nullable: true, description: 'APP_URL/cdn/<file> or null' },
+    link: { type: 'string', description: 'APP_URL/api/v1/posts/<id>' },
+  },
+  required: ['id', 'uuid', 'userId', 'title', 'body', 'image', 'link'],
+};
+
+const item = {
+  type: 'object',
+  properties: {
+    postId: { type: 'integer' },
+    uuid: { type: 'string', format: 'uuid' },
+    userId: { type: 'integer' },
+    title: { type: 'string' },
+    body: { type: 'string' },
+    image: { type: 'string', nullable: true },
+    created_date: { type: 'string', format: 'date-time' },
+    updated_date: { type: 'string', format: 'date-time' },
+  },
+  required: ['postId', 'uuid', 'userId', 'title', 'body', 'image', 'created_date', 'updated_date'],
+};
+
+export function listPostsA() {
+  return {
+    tags,
+    summary: 'List posts, newest first',
+    security: AUTHENTICATED,
+    querystring: validatedBy(
+      {
+        type: 'object',
+        properties: {
+          limit: { type: 'integer', minimum: 1, maximum: 100, default: 10 },
+          offset: { type: 'integer', minimum: 0, default: 0 },
+        },
+      },
+      pageQuery(10, 100),
+    ),
+    response: {
+      200: { type: 'object', properties: { status: { type: 'integer' }, items: { type: 'array', items: listItem } }, required: ['status', 'items'] },
+      204: { ...EMPTY, description: 'No posts' },
+      400: error('Bad limit or offset'),
+      ...COMMON_ERRORS,
+    },
+  };
+}
+
+export function getPostA() {
+  return {
+    tags,
+    summary: 'Read one post',
+    security: AUTHENTICATED,
+    params: postIdParamsSchema(),
+    response: {
+      200: { type: 'object', properties: { status: { type: 'integer' }, item }, required: ['status', 'item'] },
+      204: { ...EMPTY, description: 'No such post' },
+      ...COMMON_ERRORS,
+    },
+  };
+}
+
+export function createPostSchemaA() {
+  return {
+    tags,
+    summary: 'Create a post (JSON, or multipart with an optional image)',
+    description:
+      'multipart/form-data takes the fields title, body and userId, or one field `body` holding that JSON; ' +
+      'the optional file `image` is a PNG, JPEG, GIF or WebP of at most 2 MB.',
+    security: AUTHENTICATED,
+    consumes: ['application/json', 'multipart/form-data'],
+    body: validatedBy(
+      {
+        type: 'object',
+        properties: {
+          title: { type: 'string', maxLength: 255 },
+          body: { type: 'string' },
+          userId: { type: 'integer', description: 'Must equal the authenticated user id' },
+          image: { type: 'string', format: 'binary', description: 'multipart only' },
+        },
+        required: ['title', 'body', 'userId'],
+      },
+      createPostA,
+    ),
+    response: {
+      200: {
+        type: 'object',
+        properties: { status: { type: 'integer' }, message: { type: 'string' }, item },
+        required: ['status', 'message', 'item'],
+      },
+      400: error('Validation failed'),
+      403: error('userId is not the authenticated user'),
+      413: error('Image or body too large'),
+      415: error('Image is not png, jpeg, gif or webp, or unsupported content type'),
+      500: error('Server error'),
+      ...COMMON_ERRORS,
+    },
+  };
+}
+
+export function updatePostSchemaA() {
+  return {
+    tags,
+    summary: 'Update your post',
+    security: AUTHENTICATED,
+    params: postIdParamsSchema(),
+    body: validatedBy(
+      { type: 'object', properties: { title: { type: 'string', maxLength: 255 }, content: { type: 'string' } }, minProperties: 1 },
+      updatePostA,
+    ),
+    response: {
+      200: { type: 'object', properties: { status: { type: 'integer' }, message: { type: 'string' } }, required: ['status', 'message'] },
+      400: error('Validation failed'),
+      404: error('No such post, or not yours'),
+      ...COMMON_ERRORS,
+    },
+  };
+}
+
+export function deletePostSchemaA() {
+  return {
+    tags,
+    summary: 'Delete your post',
+    security: AUTHENTICATED,
+    params: postIdParamsSchema(),
+    response: { 204: { ...EMPTY, description: 'Deleted' }, 404: error('No such post, or not yours'), ...COMMON_ERRORS },
+  };
+}

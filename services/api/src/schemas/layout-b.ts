@@ -1,0 +1,90 @@
+import { AUTHENTICATED, messageSchema, postIdParamsSchema } from './common';
+import { validatedBy } from './joi-validation';
+import { pageQuery, writePostB } from './post-input';
+
+// Route schemas of Layout B (DESIGN §5): JSON Schema for OpenAPI and response serialisation,
+// Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
+
+const tags = ['posts (layout b)'];
+const COMMON_ERRORS = { 401: messageSchema('Bad credentials') };
+
+const post = {
+  type: 'object',
+  properties: {
+    pid: { type: 'string', description: 'The post id, as a string (the Layout B model)' },
+    title: { type: 'string' },
+    content: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+  required: ['pid', 'title', 'content', 'created_at', 'updated_at'],
+};
+
+const outcome = (description: string) => ({
+  description,
+  type: 'object',
+  properties: { status: { type: 'integer', description: '2001 success, 2011 create failed, 4011 update failed' }, message: { type: 'string' }, pid: { type: 'string' } },
+  required: ['status', 'message'],
+});
+
+const writeBody = () =>
+  validatedBy({ type: 'object', properties: { title: { type: 'string', maxLength: 255 }, content: { type: 'string' } }, required: ['title', 'content'] }, writePostB);
+
+export function listPostsB() {
+  return {
+    tags,
+    summary: 'List posts, newest first (X-Total-Count: all posts)',
+    security: AUTHENTICATED,
+    querystring: validatedBy(
+      {
+        type: 'object',
+        properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, offset: { type: 'integer', minimum: 0, default: 0 } },
+      },
+      pageQuery(100, 1000),
+    ),
+    response: { 200: { type: 'array', items: post }, 400: messageSchema('Bad limit or offset'), 404: messageSchema('No post found'), ...COMMON_ERRORS },
+  };
+}
+
+export function getPostB() {
+  return {
+    tags,
+    summary: 'Read one post',
+    security: AUTHENTICATED,
+    params: postIdParamsSchema(),
+    response: { 200: post, 404: messageSchema('No post found'), ...COMMON_ERRORS },
+  };
+}
+
+export function createPostSchemaB() {
+  return {
+    tags,
+    summary: 'Create a post (JSON or urlencoded form); always HTTP 200',
+    security: AUTHENTICATED,
+    consumes: ['application/json', 'application/x-www-form-urlencoded'],
+    body: writeBody(),
+    response: { 200: outcome('2001 with the new pid, or 2011 with the reason'), 400: messageSchema('Malformed body'), ...COMMON_ERRORS },
+  };
+}
+
+export function updatePostSchemaB() {
+  return {
+    tags,
+    summary: 'Replace title and content of your post; always HTTP 200',
+    security: AUTHENTICATED,
+    consumes: ['application/json', 'application/x-www-form-urlencoded'],
+    params: postIdParamsSchema(),
+    body: writeBody(),
+    response: { 200: outcome('2001, or 4011 with the reason'), 400: messageSchema('Malformed body'), ...COMMON_ERRORS },
+  };
+}
+
+export function deletePostSchemaB() {
+  return {
+    tags,
+    summary: 'Delete your post; always HTTP 200',
+    security: AUTHENTICATED,
+    params: postIdParamsSchema(),
+    response: { 200: outcome('2001, deleted or not'), ...COMMON_ERRORS },
+  };
+}

@@ -1,0 +1,86 @@
+import Joi from 'joi';
+
+/** Characters as PostgreSQL's VARCHAR counts them (code points), not UTF-16 units or bytes. */
+export function characterCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+export const TITLE_MAX_CHARACTERS = 255;
+
+/**
+ * A required-when-present text field with DESIGN §5's messages: null, empty or
+ * whitespace-only counts as missing; any non-string is "must be a string".
+ */
+function text(subject: string, maxCharacters?: number) {
+  return Joi.any()
+    .custom((value: unknown, helpers) => {
+      if (value === null || (typeof value === 'string' && value.trim() === '')) return helpers.error('text.required');
+      if (typeof value !== 'string') return helpers.error('text.string');
+      if (maxCharacters !== undefined && characterCount(value) > maxCharacters) return helpers.error('text.max');
+      return value;
+    })
+    .messages({
+      'any.required': `${subject} is required.`,
+      'text.required': `${subject} is required.`,
+      'text.string': `${subject} must be a string.`,
+      ...(maxCharacters === undefined ? {} : { 'text.max': `${subject} cannot exceed ${maxCharacters} characters.` }),
+    });
+}
+
+const title = () => text('Post title', TITLE_MAX_CHARACTERS);
+const content = () => text('Post content');
+
+const userId = Joi.any()
+  .custom((value: unknown, helpers) => {
+    if (value === null || value === '') return helpers.error('userId.required');
+    const id = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : value;
+    return Number.isSafeInteger(id) && (id as number) > 0 ? id : helpers.error('userId.integer');
+  })
+  .messages({
+    'any.required': 'User ID is required.',
+    'userId.required': 'User ID is required.',
+    'userId.integer': 'User ID must be a positive integer.',
+  });
+
+const image = Joi.any()
+  .custom((value: unknown, helpers) => (Buffer.isBuffer(value) ? value : helpers.error('image.file')))
+  .messages({ 'image.file': 'Image must be an uploaded file.' });
+
+// Keys are validated in declaration order, so the first message is the title's, then the content's.
+const body = (keys: Joi.PartialSchemaMap) =>
+  Joi.object(keys).messages({
+    'object.base': 'Request body must be a JSON object.',
+    'object.unknown': 'Unknown field: {#key}.',
+  });
+
+/** Layout A create: `{title, body, userId}` plus an optional uploaded `image` (multipart). */
+export const createPostA = body({ title: title().required(), body: content().required(), userId: userId.required(), image });
+
+/** Layout A update: optional `title` and `content`, at least one. */
+export const updatePostA = body({ title: title(), content: content() })
+  .or('title', 'content')
+  .messages({ 'object.missing': 'Post title or content is required.' });
+
+/** Layout B create and update: `title` and `content`, both required. */
+export const writePostB = body({ title: title().required(), content: content().required() });
+
+/** A numeric path id; digits only by the route's pattern, so any size is a (possibly absent) post. */
+export const postIdParams = Joi.object({ id: Joi.number().integer().unsafe().required() });
+
+const pageNumber = (name: string, min: number, max: number, fallback: number) =>
+  Joi.number()
+    .integer()
+    .min(min)
+    .max(max)
+    .default(fallback)
+    .messages({ '*': `${name} must be an integer from ${min} to ${max}.` });
+
+/** Pagination query; other query keys are ignored. */
+export function pageQuery(defaultLimit: number, maxLimit: number) {
+  return Joi.object({
+    limit: pageNumber('limit', 1, maxLimit, defaultLimit),
+    offset: pageNumber('offset', 0, 2_147_483_647, 0),
+  }).unknown(true);
+}

@@ -1,0 +1,67 @@
+import closeWithGrace from 'close-with-grace';
+import type Redis from 'ioredis';
+import { ConfigError, loadConfig } from '../../../shared/config';
+import { createDatabase } from '../../../shared/db';
+import { createRedis } from '../../../shared/redis';
+import { buildApp } from './app';
+
+/** The URL with its password masked, for messages. */
+function redact(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+/** A start-up failure a user can act on: one line on stderr, no stack trace, exit 1. */
+function fail(message: string): never {
+  process.stderr.write(`api: ${message}\n`);
+  process.exit(1);
+}
+
+/** Resolves true once the connection is ready, false after `ms` milliseconds; it keeps reconnecting either way. */
+function redisReady(redis: Redis, ms: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env, 'api');
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+
+  const database = createDatabase(config.databaseUrl);
+  try {
+    await database.ping();
+  } catch (err) {
+    await database.close().catch(() => undefined);
+    fail(`cannot reach PostgreSQL at ${redact(config.databaseUrl)} (DATABASE_URL): ${(err as Error).message}`);
+  }
+  const redis = createRedis(config.redisUrl, 'client', { commandTimeout: 1_000 });
+  const app = buildApp(config, { database, redis });
+  for (const warning of config.warnings) app.log.warn(warning);
+  if (!(await redisReady(redis, 3_000))) {
+    app.log.warn({ redisUrl: redact(config.redisUrl) }, 'Redis unreachable at start (REDIS_URL): serving without the cache until it answers');
+  }
+
+  // Stop accepting, let in-flight requests finish, then close the pool and Redis (app onClose hooks).
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error');
+    else app.log.info({ signal }, 'shutting down');
+    await app.close();
+  });
+
+  await app.listen({ host: config.host, port: config.port });
+  app.log.info({ layout: config.apiLayout }, 'api ready');
+}
+
+void main();

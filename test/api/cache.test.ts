@@ -1,0 +1,72 @@
+import Redis from 'ioredis';
+import { createUser, TestUser } from '../support/factories';
+import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
+
+describe('Layout A read cache (DESIGN §3)', () => {
+  let harness: ApiHarness;
+  let a: ApiClient;
+  let b: ApiClient;
+  let alice: TestUser;
+  let redis: Redis;
+
+  const createThroughB = async (title: string) =>
+    Number((await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title, content: 'c' } })).json().pid);
+  const readThroughA = async (pid: number) => a.request({ url: `/api/v1/posts/${pid}`, headers: alice.headers });
+
+  beforeAll(async () => {
+    harness = await createApiHarness();
+    a = await harness.start('a');
+    b = await harness.start('b');
+    alice = await createUser(harness.db);
+    redis = new Redis(harness.env.redisUrl);
+  });
+
+  afterAll(async () => {
+    redis.disconnect();
+    await harness.close();
+  });
+
+  it('when Layout A reads a post, then later reads come from Redis under the prefix', async () => {
+    const pid = await createThroughB('Cached');
+    expect((await readThroughA(pid)).json().item.title).toBe('Cached');
+    expect(await redis.exists(`${harness.env.redisPrefix}:posts:post:${pid}`)).toBe(1);
+    // A change behind the api's back is invisible while the entry lives: the read is served from Redis.
+    await harness.db.sequelize.query(`UPDATE posts SET post_title = 'Changed behind the cache' WHERE pid = ${pid}`);
+    expect((await readThroughA(pid)).json().item.title).toBe('Cached');
+  });
+
+  it('when a post is updated through Layout B, then Layout A reads the new version at once', async () => {
+    const pid = await createThroughB('Before');
+    expect((await readThroughA(pid)).json().item.title).toBe('Before');
+    const updated = await b.request({ method: 'PUT', url: `/api/v1/posts/${pid}`, headers: alice.headers, payload: { title: 'After', content: 'new' } });
+    expect(updated.json()).toEqual({ status: 2001, message: 'Post updated successfully.' });
+    expect((await readThroughA(pid)).json().item).toMatchObject({ title: 'After', body: 'new' });
+  });
+
+  it('when a post is created or deleted through Layout B, then the Layout A list reflects it at once', async () => {
+    const list = async () => (await a.request({ url: '/api/v1/posts?limit=100', headers: alice.headers })).json().items.map((item: { id: number }) => item.id);
+    const before = await list();
+    const pid = await createThroughB('New in B');
+    expect(await list()).toEqual([pid, ...before]);
+    expect((await readThroughA(pid)).statusCode).toBe(200);
+    await b.request({ method: 'DELETE', url: `/api/v1/posts/${pid}`, headers: alice.headers });
+    expect(await list()).toEqual(before);
+    expect((await readThroughA(pid)).statusCode).toBe(204);
+  });
+
+  it('when Redis is unreachable, then Layout A still serves reads and writes from PostgreSQL', async () => {
+    const offline = await harness.start('a', { redisUrl: 'redis://127.0.0.1:1' });
+    const pid = await createThroughB('Served without Redis');
+    const read = await offline.request({ url: `/api/v1/posts/${pid}`, headers: alice.headers });
+    expect(read.statusCode).toBe(200);
+    expect(read.json().item.title).toBe('Served without Redis');
+    expect((await offline.request({ url: '/api/v1/posts', headers: alice.headers })).statusCode).toBe(200);
+    const created = await offline.request({
+      method: 'POST',
+      url: '/api/v1/posts/create',
+      headers: alice.headers,
+      payload: { title: 'Written without Redis', body: 'b', userId: alice.user.userId },
+    });
+    expect(created.statusCode).toBe(200);
+  });
+});

@@ -1,0 +1,82 @@
+import { QueryTypes, Transaction } from 'sequelize';
+import type { PostEventData, PostEventName, PostEventRecorder } from '../../services/api/src/posts/post-events';
+import { createUser, TestUser } from '../support/factories';
+import { ApiHarness, createApiHarness } from './support/api-harness';
+import { countPosts, findPost } from './support/rows';
+
+interface Recorded {
+  event: PostEventName;
+  data: PostEventData;
+  /** Whether the post row exists as seen inside the event's transaction. */
+  existsInside: boolean;
+  /** Whether it exists as seen from another connection at the same moment. */
+  existsOutside: boolean;
+}
+
+describe('post events (DESIGN §6)', () => {
+  let harness: ApiHarness;
+  let alice: TestUser;
+  const recorded: Recorded[] = [];
+
+  /** Records what each event saw, inside and outside the post's transaction. */
+  function createObservingRecorder(): PostEventRecorder {
+    const exists = async (pid: number, transaction?: Transaction) =>
+      (await harness.db.sequelize.query('SELECT 1 FROM posts WHERE pid = $1', { bind: [pid], type: QueryTypes.SELECT, transaction })).length > 0;
+    return {
+      async record(transaction, event, data) {
+        recorded.push({ event, data, existsInside: await exists(data.pid, transaction), existsOutside: await exists(data.pid) });
+      },
+    };
+  }
+
+  const failingRecorder: PostEventRecorder = {
+    record: async () => {
+      throw new Error('outbox unavailable');
+    },
+  };
+
+  beforeAll(async () => {
+    harness = await createApiHarness();
+    alice = await createUser(harness.db);
+  });
+
+  afterAll(() => harness.close());
+
+  it('when a post is created, updated and deleted, then each write records its event with the data inside its transaction', async () => {
+    const b = await harness.start('b', {}, { postEvents: createObservingRecorder() });
+    const pid = Number((await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'T', content: 'C' } })).json().pid);
+    await b.request({ method: 'PUT', url: `/api/v1/posts/${pid}`, headers: alice.headers, payload: { title: 'T2', content: 'C2' } });
+    const row = await findPost(harness.db, pid);
+    await b.request({ method: 'DELETE', url: `/api/v1/posts/${pid}`, headers: alice.headers });
+
+    // Created: only the transaction sees the row; deleted: only the outside still sees it.
+    expect(recorded.map(({ event, existsInside, existsOutside }) => [event, existsInside, existsOutside])).toEqual([
+      ['post.created', true, false],
+      ['post.updated', true, true],
+      ['post.deleted', false, true],
+    ]);
+    expect(recorded[1].data).toEqual({
+      pid,
+      uuid: row!.postUuid,
+      user_id: alice.user.userId,
+      title: 'T2',
+      content: 'C2',
+      image: null,
+      created_at: row!.createdAt.toISOString(),
+      updated_at: row!.updatedAt.toISOString(),
+    });
+    expect(recorded[2].data).toEqual({ pid, uuid: row!.postUuid, user_id: alice.user.userId });
+  });
+
+  it('when recording the event fails, then the post change is rolled back in both layouts', async () => {
+    const a = await harness.start('a', {}, { postEvents: failingRecorder });
+    const b = await harness.start('b', {}, { postEvents: failingRecorder });
+    const before = await countPosts(harness.db);
+    const viaA = await a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: 'T', body: 'B', userId: alice.user.userId } });
+    expect(viaA.statusCode).toBe(500);
+    expect(viaA.json()).toEqual({ status: 500, message: 'Internal server error.' });
+    const viaB = await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'T', content: 'C' } });
+    expect(viaB.json()).toEqual({ status: 2011, message: 'Unable to add post.' });
+    expect(await countPosts(harness.db)).toBe(before);
+  });
+});
