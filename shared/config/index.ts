@@ -84,6 +84,9 @@ const schema = Joi.object({
   ADMIN_PASSWORD: Joi.string(),
 }).unknown(true);
 
+/** Every environment variable loadConfig reads, for checks that deployment files name no unknown one. */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.describe().keys ?? {});
+
 /**
  * Reads and validates the environment once.
  *
