@@ -1,0 +1,153 @@
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
+import axios, { AxiosError } from 'axios';
+import axiosRetry from 'axios-retry';
+import { AttemptTimeoutError, BlockedTargetError } from './errors';
+import { AttemptOutcome, parseRetryAfter } from './retry-policy';
+import { assertLiteralTargetAllowed, guardedLookup } from './ssrf-guard';
+
+/** Bytes of the answer kept in webhook_attempts (DESIGN §3). */
+export const RESPONSE_EXCERPT_BYTES = 2048;
+
+/** One signed request, ready to go. */
+export interface OutgoingRequest {
+  url: string;
+  method: string;
+  /** The exact bytes that were signed. */
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+/** What an attempt came to: the policy's view plus what webhook_attempts records. */
+export interface SendResult extends AttemptOutcome {
+  /** Why no usable answer arrived (transport error, timeout, refused target); null otherwise. */
+  error: string | null;
+  durationMs: number;
+  /** The first 2 KB of the answer, as UTF-8 text. */
+  response: string | null;
+}
+
+export interface HttpSenderOptions {
+  /** Whole-attempt bound, connection to last body byte, ms (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Apply the SSRF guard (WEBHOOK_BLOCK_PRIVATE). */
+  blockPrivate: boolean;
+  /** Sockets per target origin; the worker's concurrency is a sensible value. */
+  maxSockets: number;
+}
+
+export interface HttpSender {
+  /** Sends once (plus axios-retry's quick transport retries); never throws. */
+  send(request: OutgoingRequest): Promise<SendResult>;
+  /** Drops the pooled keep-alive sockets. */
+  close(): void;
+}
+
+/** Transport failures worth an immediate retry inside one attempt: nothing reached the receiver. */
+const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
+
+/**
+ * The worker's HTTP client: one axios instance over keep-alive agents (delivery is the hot
+ * path), no redirects (a 3xx is an answer, and following it could bypass the SSRF guard),
+ * no proxy from the environment, every status accepted as an answer, and axios-retry only
+ * for connection reset or refused, twice, 100 ms apart (its default condition would retry
+ * other things and never a POST on 5xx; the schedule owns those).
+ */
+export function createHttpSender(options: HttpSenderOptions): HttpSender {
+  const agentOptions: http.AgentOptions = {
+    keepAlive: true,
+    maxSockets: options.maxSockets,
+    ...(options.blockPrivate ? { lookup: guardedLookup } : {}),
+  };
+  const httpAgent = new http.Agent(agentOptions);
+  const httpsAgent = new https.Agent(agentOptions);
+  const client = axios.create({
+    httpAgent,
+    httpsAgent,
+    proxy: false,
+    maxRedirects: 0,
+    responseType: 'stream',
+    validateStatus: () => true,
+  });
+  axiosRetry(client, {
+    retries: 2,
+    retryDelay: (retryCount) => retryCount * 100,
+    retryCondition: (error) => QUICK_RETRY_CODES.has(error.code ?? ''),
+  });
+
+  return {
+    async send(request) {
+      const started = performance.now();
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new AttemptTimeoutError(options.timeoutMs)), options.timeoutMs);
+      let statusCode: number | null = null;
+      let retryAfterMs: number | null = null;
+      try {
+        if (options.blockPrivate) assertLiteralTargetAllowed(new URL(request.url));
+        const response = await client.request<Readable>({
+          url: request.url,
+          method: request.method,
+          data: request.body,
+          headers: request.headers,
+          signal: controller.signal,
+        });
+        statusCode = response.status;
+        const retryAfter = response.headers['retry-after'];
+        retryAfterMs = parseRetryAfter(retryAfter === undefined ? undefined : String(retryAfter));
+        const excerpt = await readExcerpt(response.data, RESPONSE_EXCERPT_BYTES);
+        return { statusCode, retryAfterMs, timedOut: false, blocked: false, error: null, response: excerpt, durationMs: elapsed(started) };
+      } catch (error) {
+        const timedOut = controller.signal.aborted;
+        const blocked = findCause(error, BlockedTargetError);
+        return {
+          statusCode,
+          retryAfterMs,
+          timedOut,
+          blocked: blocked !== undefined,
+          error: timedOut ? `timeout: ${(controller.signal.reason as Error).message}` : describe(blocked ?? error),
+          response: null,
+          durationMs: elapsed(started),
+        };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close() {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** Keeps the first `limit` bytes and drains the rest, so the keep-alive socket stays usable. */
+function readExcerpt(stream: Readable, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    stream.on('data', (chunk: Buffer) => {
+      if (kept >= limit) return;
+      chunks.push(chunk);
+      kept += chunk.length;
+    });
+    stream.once('end', () => resolve(Buffer.concat(chunks).subarray(0, limit).toString('utf8')));
+    stream.once('error', reject);
+  });
+}
+
+function elapsed(started: number): number {
+  return Math.round(performance.now() - started);
+}
+
+function findCause<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  for (let current = error; current instanceof Error; current = current.cause) {
+    if (current instanceof type) return current;
+  }
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof AxiosError) return error.code ? `${error.code}: ${error.message}` : error.message;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,49 @@
+import closeWithGrace from 'close-with-grace';
+import pino from 'pino';
+import { loadConfig } from '../../../shared/config';
+import { createDatabase } from '../../../shared/db';
+import { createMetrics } from '../../../shared/metrics';
+import { createMetricsServer } from './metrics-server';
+import { createWebhookWorker } from './worker';
+
+/** Database connections: enough for the claim and record queries of concurrent jobs. */
+const MAX_POOL = 20;
+
+/**
+ * The webhook-worker process (`npm run start:worker`). Shutdown on SIGINT/SIGTERM: stop the
+ * HTTP side, stop taking jobs and finish those in flight within WORKER_SHUTDOWN_TIMEOUT_MS
+ * (the rest return to the queue through BullMQ's stalled-job recovery), then close Redis and
+ * the database, in the reverse order of opening.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env, 'worker');
+  const logger = pino({ level: config.logLevel, base: { service: 'webhook-worker' } });
+  for (const warning of config.warnings) logger.warn(warning);
+
+  const db = createDatabase(config.databaseUrl, { poolMax: Math.min(config.workerConcurrency, MAX_POOL) });
+  await db.ping();
+  const metrics = createMetrics('webhook-worker');
+  const worker = createWebhookWorker({ config, db, logger, metrics });
+  const server = config.workerMetricsPort === 0 ? undefined : createMetricsServer({ db, worker, metrics });
+  if (server) await server.listen({ host: config.host, port: config.workerMetricsPort });
+
+  closeWithGrace({ delay: config.workerShutdownTimeoutMs + 5_000 }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'webhook worker failed');
+    logger.info({ signal }, 'webhook worker shutting down');
+    await server?.close();
+    const { forced } = await worker.close(config.workerShutdownTimeoutMs);
+    if (forced) logger.warn('jobs still in flight were left to stalled-job recovery');
+    await db.close();
+  });
+
+  worker
+    .waitUntilReady()
+    .then(() => logger.info({ concurrency: config.workerConcurrency, queue: 'webhooks' }, 'webhook worker ready'))
+    .catch((error) => logger.error({ err: error }, 'webhook worker could not connect to Redis'));
+}
+
+main().catch((error) => {
+  pino().fatal({ err: error }, 'webhook worker could not start');
+  // Whatever was opened before the failure must not keep a half-started worker alive.
+  process.exit(1);
+});

@@ -1,0 +1,163 @@
+import { Worker } from 'bullmq';
+import type Redis from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../../../shared/config';
+import type { Database } from '../../../shared/db';
+import type { Metrics } from '../../../shared/metrics';
+import { WEBHOOK_QUEUE_NAME, WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import { createRedis } from '../../../shared/redis';
+import { createDeliveryStore } from './delivery-store';
+import { createHttpSender } from './http-sender';
+import { createDeliveryProcessor } from './process-delivery';
+import { createRetryPolicy } from './retry-policy';
+
+/** Options of {@link createWebhookWorker}. */
+export interface WebhookWorkerOptions {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  metrics?: Metrics;
+  /**
+   * The watchdog for BullMQ issue 3185 (a worker whose Redis connection dropped and never
+   * came back ready stops taking jobs for good): it checks every `intervalMs` (default
+   * 5000) and replaces the BullMQ worker after `graceMs` (default 30000) of not being ready.
+   */
+  watchdog?: { intervalMs?: number; graceMs?: number };
+  /** Jitter source of the retry policy, uniform in [0, 1); tests pin it. */
+  random?: () => number;
+}
+
+export interface WebhookWorker {
+  /** Resolves once the current BullMQ worker is connected to Redis. */
+  waitUntilReady(): Promise<void>;
+  /** True while the worker runs and both of its Redis connections are ready. */
+  isReady(): boolean;
+  /** How many times the watchdog has replaced the BullMQ worker. */
+  readonly recreations: number;
+  /** The BullMQ worker in use now; the watchdog may replace it. */
+  readonly current: Worker<WebhookJobData, void, WebhookJobName>;
+  /**
+   * Stops taking jobs and waits up to `timeoutMs` for the ones in flight, then drops the
+   * Redis connections; jobs still running are recovered by BullMQ's stalled-job check in
+   * another worker (at-least-once, same webhook-id).
+   * @returns whether the bound was hit
+   */
+  close(timeoutMs: number): Promise<{ forced: boolean }>;
+}
+
+interface Instance {
+  worker: Worker<WebhookJobData, void, WebhookJobName>;
+  connection: Redis;
+  blocking?: { status: string };
+}
+
+/** Several lock renewals must be missed before a live job counts as stalled (BullMQ docs, "Stalled Jobs"). */
+const MAX_STALLED_COUNT = 5;
+
+/**
+ * Starts a BullMQ worker on the `webhooks` queue with a `worker`-role connection
+ * (`maxRetriesPerRequest: null`), WORKER_CONCURRENCY jobs at once, WORKER_LOCK_DURATION_MS
+ * locks (the stalled check runs as often), one keep-alive HTTP client shared by every job,
+ * and the connection watchdog.
+ */
+export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
+  const { config, logger } = options;
+  const sender = createHttpSender({
+    timeoutMs: config.webhookTimeoutMs,
+    blockPrivate: config.webhookBlockPrivate,
+    maxSockets: config.workerConcurrency,
+  });
+  const processor = createDeliveryProcessor({
+    config,
+    store: createDeliveryStore(options.db.sequelize),
+    sender,
+    policy: createRetryPolicy(config.webhookRetrySchedule, options.random),
+    logger,
+    metrics: options.metrics,
+  });
+  const intervalMs = options.watchdog?.intervalMs ?? 5_000;
+  const graceMs = options.watchdog?.graceMs ?? 30_000;
+
+  function start(): Instance {
+    const connection = createRedis(config.redisUrl, 'worker');
+    connection.on('error', (error) => logger.debug({ err: error }, 'worker redis connection error'));
+    const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, processor, {
+      connection,
+      prefix: config.redisPrefix,
+      concurrency: config.workerConcurrency,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerLockDurationMs,
+      maxStalledCount: MAX_STALLED_COUNT,
+    });
+    const instance: Instance = { worker, connection };
+    worker.on('error', (error) => logger.warn({ err: error }, 'webhook worker error'));
+    worker.on('failed', (job, error) => {
+      logger.error({ deliveryId: job?.data.deliveryId, err: error }, 'delivery job failed; BullMQ retries it');
+    });
+    worker
+      .waitUntilReady()
+      .then(async () => {
+        instance.blocking = await worker.getBackend().blockingClient;
+      })
+      .catch((error) => logger.warn({ err: error }, 'webhook worker did not become ready'));
+    return instance;
+  }
+
+  function ready(instance: Instance): boolean {
+    return instance.connection.status === 'ready' && instance.blocking?.status === 'ready' && instance.worker.isRunning();
+  }
+
+  async function retire(instance: Instance): Promise<void> {
+    await instance.worker.disconnect().catch(() => undefined);
+    void instance.worker.close(true).catch(() => undefined);
+    instance.connection.disconnect();
+  }
+
+  let current = start();
+  let recreations = 0;
+  let closing = false;
+  let notReadySince: number | undefined;
+  const watchdog = setInterval(() => {
+    if (closing) return;
+    if (ready(current)) {
+      notReadySince = undefined;
+      return;
+    }
+    notReadySince ??= Date.now();
+    if (Date.now() - notReadySince < graceMs) return;
+    logger.warn({ notReadyMs: Date.now() - notReadySince }, 'worker connection not ready; recreating the worker');
+    const old = current;
+    current = start();
+    recreations += 1;
+    notReadySince = undefined;
+    void retire(old);
+  }, intervalMs);
+  watchdog.unref();
+
+  return {
+    waitUntilReady: () => current.worker.waitUntilReady(),
+    isReady: () => ready(current),
+    get recreations() {
+      return recreations;
+    },
+    get current() {
+      return current.worker;
+    },
+    async close(timeoutMs) {
+      closing = true;
+      clearInterval(watchdog);
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        current.worker.close().then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!finished) await retire(current);
+      else await current.connection.quit().catch(() => current.connection.disconnect());
+      sender.close();
+      return { forced: !finished };
+    },
+  };
+}

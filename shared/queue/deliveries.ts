@@ -1,0 +1,196 @@
+import type { Database, DeliveryStatus } from '../db';
+import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
+import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
+import { QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
+
+/** Methods a queued webhook may use; each carries the signed body. */
+export const WEBHOOK_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type WebhookMethod = (typeof WEBHOOK_METHODS)[number];
+
+/** Where deliveries are written and queued. */
+export interface DeliveryDeps {
+  db: Database;
+  queue: WebhookQueue;
+  logger?: QueueLogger;
+}
+
+/** One webhook for another service to send (DESIGN §6, "Other services enqueue too"). */
+export interface EnqueueWebhookOptions {
+  /** http:// or https:// target. */
+  url: string;
+  /** Written to `_config["app.webhook.event"]`. */
+  event: string;
+  /** The `_data` section: any non-empty JSON value, or a raw JSON string. */
+  payload: unknown;
+  /** Default POST. */
+  method?: WebhookMethod;
+  /** Extra request headers; they cannot replace the signature headers or Content-Type. */
+  headers?: Record<string, string>;
+  /** Signing secret; default: derived by the worker from APP_KEY and WEBHOOK_SALT (DESIGN §8). */
+  secret?: string;
+  /** HMAC of the hex signature header; default sha256. */
+  algo?: HmacAlgo;
+  /** Name of the hex signature header; default `X-Signature`. */
+  signatureHeader?: string;
+  /** The api user who asked for it; only that user can read or redeliver it over HTTP. */
+  userId?: number;
+}
+
+/** One HTTP attempt as `GET /webhooks/{id}` shows it. */
+export interface AttemptView {
+  number: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** The first 2 KB of the answer. */
+  response: string | null;
+  attemptedAt: string;
+}
+
+/** A delivery's state as `GET /webhooks/{id}` shows it. */
+export interface DeliveryView {
+  id: string;
+  event: string | null;
+  url: string;
+  method: string;
+  status: DeliveryStatus;
+  nextAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+  attempts: AttemptView[];
+}
+
+/**
+ * Records a webhook and queues it: the row first, then the job, so a Redis outage loses
+ * nothing (the api's outbox relay adds rows that missed the queue).
+ *
+ * @returns the delivery id, which is also the `webhook-id` header the receiver sees
+ * @throws InvalidWebhookError for a URL that is not http(s), an unknown method or a
+ *   malformed `whsec_` secret
+ * @throws EncryptionError (shared/webhook) for an empty or unserialisable payload
+ * @throws LogicError (shared/webhook) for an unsupported algo
+ */
+export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: DeliveryDeps): Promise<string> {
+  const method = options.method ?? 'POST';
+  if (!(WEBHOOK_METHODS as readonly string[]).includes(method)) {
+    throw new InvalidWebhookError(`Unsupported method ${method}: use one of ${WEBHOOK_METHODS.join(', ')}.`);
+  }
+  assertHttpUrl(options.url);
+  if (options.secret !== undefined) assertSecret(options.secret);
+  const algo = assertAlgo(options.algo ?? 'sha256');
+  const body = serializeEnvelope(options.payload, { event: options.event, signable: true });
+  const id = newWebhookId();
+  const { WebhookDelivery } = deps.db.models;
+  await WebhookDelivery.create({
+    id,
+    endpointId: null,
+    userId: options.userId ?? null,
+    url: options.url,
+    method,
+    event: options.event,
+    body,
+    headers: options.headers ?? {},
+    secret: options.secret ?? null,
+    algo,
+    signatureHeader: options.signatureHeader ?? 'X-Signature',
+  });
+  try {
+    await addDeliveryJobs(deps.queue, [{ deliveryId: id }]);
+    await WebhookDelivery.update({ enqueuedAt: new Date() }, { where: { id } });
+  } catch (error) {
+    deps.logger?.warn({ err: error, deliveryId: id }, 'enqueue failed; the outbox relay will retry');
+  }
+  return id;
+}
+
+/**
+ * Reads a delivery and its attempts, oldest first.
+ *
+ * @param userId - when given, a delivery of another user counts as missing
+ * @returns null when there is no such delivery for this user
+ */
+export async function getDelivery(db: Database, id: string, userId?: number): Promise<DeliveryView | null> {
+  const { WebhookDelivery, WebhookAttempt } = db.models;
+  const delivery = await WebhookDelivery.findByPk(id, { attributes: { exclude: ['body', 'secret', 'headers'] } });
+  if (!delivery || (userId !== undefined && delivery.userId !== userId)) return null;
+  const attempts = await WebhookAttempt.findAll({ where: { deliveryId: id }, order: [['attemptNumber', 'ASC']] });
+  return {
+    id: delivery.id,
+    event: delivery.event,
+    url: delivery.url,
+    method: delivery.method,
+    status: delivery.status,
+    nextAttemptAt: delivery.nextAttemptAt?.toISOString() ?? null,
+    lastStatusCode: delivery.lastStatusCode,
+    lastError: delivery.lastError,
+    createdAt: delivery.createdAt.toISOString(),
+    deliveredAt: delivery.deliveredAt?.toISOString() ?? null,
+    attempts: attempts.map((attempt) => ({
+      number: attempt.attemptNumber,
+      statusCode: attempt.statusCode,
+      error: attempt.error,
+      durationMs: attempt.durationMs,
+      response: attempt.responseBody,
+      attemptedAt: attempt.attemptedAt.toISOString(),
+    })),
+  };
+}
+
+/**
+ * Queues exactly one new attempt of a finished delivery (succeeded or failed), with the
+ * same webhook-id and body and a fresh signature; the delivery is `pending` until it runs.
+ *
+ * @param userId - when given, a delivery of another user counts as missing
+ * @throws DeliveryNotFoundError when there is no such delivery for this user
+ * @throws DeliveryInProgressError while the delivery is pending or being delivered
+ * @throws QueueUnavailableError when Redis is away; the delivery is left as it was
+ */
+export async function redeliverWebhook(deps: DeliveryDeps, id: string, userId?: number): Promise<void> {
+  const { WebhookDelivery } = deps.db.models;
+  const delivery = await WebhookDelivery.findByPk(id, { attributes: ['id', 'status', 'userId'] });
+  if (!delivery || (userId !== undefined && delivery.userId !== userId)) throw new DeliveryNotFoundError(id);
+  const previous = delivery.status;
+  if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
+  if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
+  const now = new Date();
+  const [claimed] = await WebhookDelivery.update(
+    { status: 'pending', enqueuedAt: now, nextAttemptAt: now },
+    { where: { id, status: previous } },
+  );
+  if (claimed === 0) throw new DeliveryInProgressError(id);
+  try {
+    // The finished job may still be kept in Redis under this id, and adding a job whose id
+    // exists is a no-op in BullMQ, so the old one goes first.
+    await deps.queue.remove(id);
+    await addDeliveryJobs(deps.queue, [{ deliveryId: id, name: 'redeliver' }]);
+  } catch (error) {
+    await WebhookDelivery.update({ status: previous }, { where: { id, status: 'pending' } });
+    if (error instanceof QueueUnavailableError) throw error;
+    throw new QueueUnavailableError('Could not queue the redelivery.', { cause: error });
+  }
+}
+
+function assertHttpUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (error) {
+    throw new InvalidWebhookError(`Invalid webhook URL: ${url}`, { cause: error });
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new InvalidWebhookError(`Webhook URL must be http or https: ${url}`);
+  }
+}
+
+function assertSecret(secret: string): void {
+  try {
+    // Signing once is the authoritative check of a secret's encoding (whsec_ + base64).
+    signStandard('check', 0, '', secret);
+  } catch (error) {
+    throw new InvalidWebhookError('Invalid secret: use whsec_ followed by base64, or any other non-empty string.', {
+      cause: error,
+    });
+  }
+}

@@ -1,0 +1,4 @@
+export * from './deliveries';
+export * from './errors';
+export * from './outbox';
+export * from './webhook-queue';

@@ -1,0 +1,152 @@
+import Redis from 'ioredis';
+import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
+import { createRedis } from '../../shared/redis';
+import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, silentLogger } from '../worker/support/harness';
+
+describe('outbox', () => {
+  let env: TestEnvironment;
+  let producer: Producer;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment({}, 'api');
+  });
+
+  beforeEach(async () => {
+    producer = createProducer(env.config, { stuckAfterMs: 200 });
+    await producer.queue.waitUntilReady();
+    await addEndpoint(producer.db, 'http://127.0.0.1:9/hooks');
+  });
+
+  afterEach(async () => {
+    await producer.queue.obliterate({ force: true });
+    await producer.db.models.WebhookDelivery.destroy({ where: {} });
+    await producer.db.models.WebhookEndpoint.destroy({ where: {} });
+    await producer.close();
+  });
+
+  afterAll(async () => {
+    await env.cleanup();
+  });
+
+  it('When the transaction commits, then each row is queued under its delivery id with the id as the only job data', async () => {
+    await addEndpoint(producer.db, 'http://127.0.0.1:9/second');
+
+    await recordEvent(producer, 'post.created');
+
+    const rows = await deliveryRows(producer.db);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.enqueuedAt).not.toBeNull();
+      expect(row.status).toBe('pending');
+      const job = await producer.queue.getJob(row.id);
+      expect(job?.name).toBe('deliver');
+      expect(job?.data).toEqual({ deliveryId: row.id });
+    }
+  });
+
+  it('When the transaction rolls back, then no row and no job exist', async () => {
+    const rollback = producer.db.sequelize.transaction(async (transaction) => {
+      await producer.outbox.record(transaction, 'post.created', buildPostData());
+      throw new Error('post insert failed');
+    });
+
+    await expect(rollback).rejects.toThrow('post insert failed');
+    expect(await deliveryRows(producer.db)).toHaveLength(0);
+    expect(await producer.queue.count()).toBe(0);
+  });
+
+  it('When Redis is unreachable at commit, then the commit succeeds and the relay queues the row later', async () => {
+    // A producer whose Redis connection can never be ready, as when Redis is down.
+    const deadConnection = createRedis('redis://127.0.0.1:1', 'client', { retryStrategy: () => null });
+    deadConnection.on('error', () => undefined);
+    const deadQueue = createWebhookQueue(env.config, deadConnection, silentLogger);
+    const deadOutbox = createOutbox({ db: producer.db, queue: deadQueue, logger: silentLogger });
+
+    await producer.db.sequelize.transaction((transaction) => deadOutbox.record(transaction, 'post.updated', buildPostData()));
+
+    const [row] = await deliveryRows(producer.db);
+    expect(row.enqueuedAt).toBeNull();
+    expect(await producer.queue.getJob(row.id)).toBeUndefined();
+    const result = await eventually(async () => {
+      const pass = await producer.outbox.relayOnce();
+      return pass.enqueued > 0 && pass;
+    }, 5_000, 'relay');
+    expect(result.enqueued).toBe(1);
+    expect((await row.reload()).enqueuedAt).not.toBeNull();
+    expect((await producer.queue.getJob(row.id))?.data).toEqual({ deliveryId: row.id });
+    await deadQueue.close().catch(() => undefined);
+    deadConnection.disconnect();
+  });
+
+  it('When several relays run at once, then each pending row is queued by exactly one of them', async () => {
+    const ids = ['msg_relay_a', 'msg_relay_b', 'msg_relay_c', 'msg_relay_d'];
+    const created = new Date(Date.now() - 5_000);
+    await producer.db.models.WebhookDelivery.bulkCreate(
+      ids.map((id) => ({ id, endpointId: null, url: 'http://127.0.0.1:9/x', event: 'post.created', body: '{}', createdAt: created })),
+    );
+    const second = createOutbox({ db: producer.db, queue: producer.queue, logger: silentLogger, batchSize: 2 });
+
+    const results = await Promise.all([producer.outbox.relayOnce(), second.relayOnce(), second.relayOnce()]);
+
+    expect(results.reduce((sum, pass) => sum + pass.enqueued, 0)).toBe(ids.length);
+    expect((await producer.queue.getJobs(['wait'])).map((job) => job.id).sort()).toEqual(ids);
+  });
+
+  it('When a queued job vanished from Redis, then the relay adds it again', async () => {
+    await recordEvent(producer, 'post.created');
+    const [row] = await deliveryRows(producer.db);
+    await producer.queue.remove(row.id);
+
+    const pass = await eventually(async () => {
+      const result = await producer.outbox.relayOnce();
+      return result.revived > 0 && result;
+    }, 5_000, 'revival');
+
+    expect(pass.revived).toBe(1);
+    expect((await producer.queue.getJob(row.id))?.data).toEqual({ deliveryId: row.id });
+  });
+
+  it('When a service enqueues a webhook with a secret, then the row holds it and Redis never does', async () => {
+    const secret = 'whsec_c2VjcmV0LW5ldmVyLWluLXJlZGlzLWF0LWFsbA==';
+
+    const id = await enqueueWebhook(
+      { url: 'http://127.0.0.1:9/hook', event: 'user.created', payload: { id: 7 }, secret },
+      producer,
+    );
+
+    const row = await producer.db.models.WebhookDelivery.findByPk(id);
+    expect(row?.secret).toBe(secret);
+    expect(row?.enqueuedAt).not.toBeNull();
+    expect(row?.body).toBe('{"_data":{"id":7},"_config":{"app.webhook.event":"user.created","app.webhook.signable":1}}');
+    expect(await redisHolds(env.redisUrl, env.redisPrefix, 'c2VjcmV0LW5ldmVyLWluLXJlZGlz')).toBe(false);
+    expect(await redisHolds(env.redisUrl, env.redisPrefix, id)).toBe(true);
+  });
+});
+
+/** True when any key under `prefix` has `needle` in its name or in one of its values. */
+async function redisHolds(url: string, prefix: string, needle: string): Promise<boolean> {
+  const redis = new Redis(url);
+  try {
+    const keys: string[] = [];
+    for await (const batch of redis.scanStream({ match: `${prefix}*`, count: 1000 })) keys.push(...(batch as string[]));
+    for (const key of keys) {
+      if (key.includes(needle)) return true;
+      const type = await redis.type(key);
+      const dump =
+        type === 'hash'
+          ? JSON.stringify(await redis.hgetall(key))
+          : type === 'string'
+            ? await redis.get(key)
+            : type === 'list'
+              ? JSON.stringify(await redis.lrange(key, 0, -1))
+              : type === 'zset'
+                ? JSON.stringify(await redis.zrange(key, 0, -1))
+                : '';
+      if (dump?.includes(needle)) return true;
+    }
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}

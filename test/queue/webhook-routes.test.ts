@@ -1,0 +1,168 @@
+import type { AddressInfo } from 'node:net';
+import Fastify, { FastifyInstance } from 'fastify';
+import { webhookRoutes } from '../../services/api/src/routes/webhooks';
+import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { RecordingServer, startRecordingServer } from '../support/recording-server';
+import { Producer, createProducer, eventually, startWorker } from '../worker/support/harness';
+
+/**
+ * The routes inside a small app of their own: a stand-in for the layout's auth hook sets
+ * `request.user` from the `user_id` header, as the real layouts do after checking the token.
+ */
+async function buildApp(producer: Producer): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false });
+  await app.register(
+    async (api) => {
+      api.decorateRequest('user', null);
+      api.addHook('onRequest', async (request) => {
+        request.user = { userId: Number(request.headers.user_id), quotaLimit: 0 };
+      });
+      await api.register(webhookRoutes, { db: producer.db, queue: producer.queue });
+    },
+    { prefix: '/api/v1' },
+  );
+  // Real HTTP on a free port, as a caller sees it (Fastify's inject needs an ESM-only module under jest).
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return app;
+}
+
+interface Answer {
+  statusCode: number;
+  json(): any;
+}
+
+async function call(app: FastifyInstance, method: string, path: string, userId = 1, body?: unknown): Promise<Answer> {
+  const { port } = app.server.address() as AddressInfo;
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { user_id: String(userId), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { statusCode: response.status, json: () => JSON.parse(text) };
+}
+
+describe('webhook routes', () => {
+  let env: TestEnvironment;
+  let producer: Producer;
+  let receiver: RecordingServer;
+  let worker: { close(): Promise<void> };
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment({ WEBHOOK_RETRY_SCHEDULE: '0.05' }, 'api');
+    producer = createProducer(env.config);
+    await producer.queue.waitUntilReady();
+    for (const userId of [1, 2]) {
+      await producer.db.models.User.create({ userId, userName: `user ${userId}`, userEmail: `u${userId}@example.com`, apiTokenHash: null });
+    }
+    receiver = await startRecordingServer();
+    worker = startWorker(env.config, producer.db);
+    app = await buildApp(producer);
+  });
+
+  afterEach(() => {
+    receiver.reset();
+    receiver.setReply({});
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await worker.close();
+    await producer.queue.obliterate({ force: true });
+    await producer.close();
+    await receiver.close();
+    await env.cleanup();
+  });
+
+  const post = (path: string, body?: unknown, userId = 1) => call(app, 'POST', path, userId, body);
+  const get = (path: string, userId = 1) => call(app, 'GET', path, userId);
+
+  it('When a service posts a webhook, then it gets 202 with the id, and GET shows the delivery and its attempts', async () => {
+    const response = await post('/api/v1/webhooks', {
+      url: `${receiver.url}/hook`,
+      event: 'invoice.paid',
+      payload: { invoice: 12 },
+      method: 'put',
+      headers: { 'X-Source': 'billing' },
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    });
+
+    expect(response.statusCode).toBe(202);
+    const { id } = response.json();
+    expect(id).toMatch(/^msg_/);
+    const [request] = await receiver.waitForRequests(1);
+    expect(request.method).toBe('PUT');
+    expect(request.headers['webhook-id']).toBe(id);
+    expect(request.headers['x-source']).toBe('billing');
+    const view = await eventually(async () => {
+      const got = await get(`/api/v1/webhooks/${id}`, 1);
+      return got.json().status === 'succeeded' && got;
+    });
+    expect(view.statusCode).toBe(200);
+    expect(view.json()).toMatchObject({
+      id,
+      event: 'invoice.paid',
+      method: 'PUT',
+      status: 'succeeded',
+      lastStatusCode: 200,
+      attempts: [{ number: 1, statusCode: 200, error: null, response: '{"ok":true}' }],
+    });
+  });
+
+  it('When the body is invalid, then the answer is 400 with the reason', async () => {
+    const responses = await Promise.all([
+      post('/api/v1/webhooks', { url: 'ftp://example.com', event: 'a', payload: { a: 1 } }),
+      post('/api/v1/webhooks', { url: 'http://example.com', payload: { a: 1 } }),
+      post('/api/v1/webhooks', { url: 'http://example.com', event: 'a', payload: {} }),
+      post('/api/v1/webhooks', { url: 'http://example.com', event: 'a', payload: { a: 1 }, method: 'GET' }),
+      post('/api/v1/webhooks', { url: 'http://example.com', event: 'a', payload: { a: 1 }, extra: true }),
+      post('/api/v1/webhooks', { url: 'http://example.com', event: 'a', payload: '{not json' }),
+    ]);
+
+    for (const response of responses) {
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ status: 400, message: expect.any(String) });
+    }
+    expect(responses[1].json().message).toMatch(/event/);
+  });
+
+  it("When a user asks for an unknown delivery or another user's, then the answer is 404", async () => {
+    const created = await post('/api/v1/webhooks', { url: `${receiver.url}/hook`, event: 'a.b', payload: [1] });
+    const { id } = created.json();
+
+    const unknown = await get('/api/v1/webhooks/msg_unknown', 1);
+    const foreign = await get(`/api/v1/webhooks/${id}`, 2);
+    const foreignRedeliver = await post(`/api/v1/webhooks/${id}/redeliver`, undefined, 2);
+
+    expect(unknown.statusCode).toBe(404);
+    expect(foreign.statusCode).toBe(404);
+    expect(foreignRedeliver.statusCode).toBe(404);
+    expect(foreign.json()).toEqual({ status: 404, message: 'Webhook delivery not found.' });
+  });
+
+  it('When a finished delivery is redelivered, then one new attempt arrives with the same webhook-id; while pending it is 409', async () => {
+    receiver.setReply({ status: 500 });
+    const { id } = (await post('/api/v1/webhooks', { url: `${receiver.url}/hook`, event: 'a.b', payload: { n: 1 } })).json();
+    await eventually(async () => {
+      const got = await get(`/api/v1/webhooks/${id}`, 1);
+      return got.json().status === 'failed';
+    });
+    receiver.setReply({ status: 200 });
+    receiver.reset();
+
+    const redelivered = await post(`/api/v1/webhooks/${id}/redeliver`);
+    const again = await post(`/api/v1/webhooks/${id}/redeliver`);
+
+    expect(redelivered.statusCode).toBe(202);
+    expect(redelivered.json()).toEqual({ id });
+    expect(again.statusCode).toBe(409);
+    const [request] = await receiver.waitForRequests(1);
+    expect(request.headers['webhook-id']).toBe(id);
+    const view = await eventually(async () => {
+      const got = await get(`/api/v1/webhooks/${id}`, 1);
+      return got.json().status === 'succeeded' && got.json();
+    });
+    expect(view.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 500, 200]);
+  });
+});

@@ -1,0 +1,115 @@
+import Redis from 'ioredis';
+import pino from 'pino';
+import type { Config } from '../../../shared/config';
+import { Database, createDatabase } from '../../../shared/db';
+import { Outbox, PostEvent, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
+import { createRedis } from '../../../shared/redis';
+import { WebhookWorker, WebhookWorkerOptions, createWebhookWorker } from '../../../services/webhook-worker/src/worker';
+
+export const silentLogger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
+
+/** A test file's producer side: database, a client-role Redis connection, the queue and the outbox. */
+export interface Producer {
+  db: Database;
+  connection: Redis;
+  queue: WebhookQueue;
+  outbox: Outbox;
+  close(): Promise<void>;
+}
+
+export function createProducer(config: Config, outboxOptions: { stuckAfterMs?: number } = {}): Producer {
+  const db = createDatabase(config.databaseUrl, { poolMax: 5 });
+  const connection = createRedis(config.redisUrl, 'client');
+  connection.on('error', () => undefined);
+  const queue = createWebhookQueue(config, connection, silentLogger);
+  const outbox = createOutbox({ db, queue, logger: silentLogger, relayIntervalMs: 100, ...outboxOptions });
+  return {
+    db,
+    connection,
+    queue,
+    outbox,
+    async close() {
+      await outbox.stop();
+      await queue.close();
+      connection.disconnect();
+      await db.close();
+    },
+  };
+}
+
+/**
+ * An in-process worker. It shares the producer's database: Sequelize models are bound to one
+ * connection per process, exactly as in the worker process, which opens a single one.
+ */
+export function startWorker(
+  config: Config,
+  db: Database,
+  overrides: Partial<Omit<WebhookWorkerOptions, 'config' | 'db' | 'logger'>> = {},
+): { worker: WebhookWorker; close(): Promise<void> } {
+  const worker = createWebhookWorker({ config, db, logger: silentLogger, ...overrides });
+  return {
+    worker,
+    async close() {
+      await worker.close(5_000);
+    },
+  };
+}
+
+/** Adds an endpoint the way the endpoints CLI does; returns its id and secret. */
+export async function addEndpoint(
+  db: Database,
+  url: string,
+  options: { events?: string[]; secret?: string; active?: boolean } = {},
+): Promise<{ id: number; secret: string }> {
+  const secret = options.secret ?? 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const endpoint = await db.models.WebhookEndpoint.create({
+    url,
+    secret,
+    events: options.events ?? [],
+    active: options.active ?? true,
+    description: null,
+  });
+  return { id: endpoint.id, secret };
+}
+
+/** Post event data as DESIGN §6 shapes it. */
+export function buildPostData(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    pid: 100001,
+    uuid: '5f1c1b8e-6a4e-4c39-9d0a-2b7c3f1e9a10',
+    user_id: 1,
+    title: 'Hello / world',
+    content: 'Post body with ünïcode',
+    image: null,
+    created_at: '2026-11-21T10:00:00.000Z',
+    updated_at: '2026-11-21T10:00:00.000Z',
+    ...overrides,
+  };
+}
+
+/** Records a post event in its own committed transaction, as the posts repository does. */
+export async function recordEvent(producer: Producer, event: PostEvent, data: object = buildPostData()): Promise<void> {
+  await producer.db.sequelize.transaction((transaction) => producer.outbox.record(transaction, event, data));
+}
+
+type Falsy = false | null | undefined | 0 | '';
+
+/** Polls `check` every 25 ms until it returns a truthy value; rejects after `timeoutMs`. */
+export async function eventually<T>(
+  check: () => Promise<T | Falsy> | T | Falsy,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<Exclude<T, Falsy>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as Exclude<T, Falsy>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Delivery rows as the tests look at them. */
+export async function deliveryRows(db: Database) {
+  return db.models.WebhookDelivery.findAll({ order: [['createdAt', 'ASC']] });
+}
