@@ -1,4 +1,3 @@
-import { ApiError } from '../../services/api/src/errors';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 
@@ -86,21 +85,15 @@ describe('malformed requests and server errors', () => {
     expect(res.body).not.toMatch(/no_such_database/);
   });
 
-  it.each(['a', 'b'] as const)('when an extra route plugin is given in Layout %s, then it runs behind auth with the layout error shape', async (layout) => {
-    const api = await harness.start(layout, {}, {
-      apiRoutes: [
-        async (scope) => {
-          scope.get('/webhooks/:id', async (request) => {
-            if (request.user?.userId !== alice.user.userId) throw new Error('wrong user');
-            throw new ApiError(404, 'Webhook delivery not found.');
-          });
-        },
-      ],
-    });
-    const anonymous = await api.request({ url: '/api/v1/webhooks/1' });
+  it.each(['a', 'b'] as const)('when the webhook routes are called in Layout %s, then they run behind auth with the layout error shape', async (layout) => {
+    const api = await harness.start(layout);
+    const anonymous = await api.request({ url: '/api/v1/webhooks/msg_unknown' });
     expect(anonymous.statusCode).toBe(401);
-    const res = await api.request({ url: '/api/v1/webhooks/1', headers: alice.headers });
+    const res = await api.request({ url: '/api/v1/webhooks/msg_unknown', headers: alice.headers });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual(shape(layout, 404, 'Webhook delivery not found.'));
+    const invalid = await api.request({ method: 'POST', url: '/api/v1/webhooks', headers: alice.headers, payload: { event: 'x' } });
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toEqual(shape(layout, 400, expect.stringContaining('url')));
   });
 });

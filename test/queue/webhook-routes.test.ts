@@ -1,41 +1,22 @@
 import type { AddressInfo } from 'node:net';
-import Fastify, { FastifyInstance } from 'fastify';
-import { webhookRoutes } from '../../services/api/src/routes/webhooks';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../services/api/src/app';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { TestUser, createUser } from '../support/factories';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { Producer, createProducer, eventually, startWorker } from '../worker/support/harness';
-
-/**
- * The routes inside a small app of their own: a stand-in for the layout's auth hook sets
- * `request.user` from the `user_id` header, as the real layouts do after checking the token.
- */
-async function buildApp(producer: Producer): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false });
-  await app.register(
-    async (api) => {
-      api.decorateRequest('user', null);
-      api.addHook('onRequest', async (request) => {
-        request.user = { userId: Number(request.headers.user_id), quotaLimit: 0 };
-      });
-      await api.register(webhookRoutes, { db: producer.db, queue: producer.queue });
-    },
-    { prefix: '/api/v1' },
-  );
-  // Real HTTP on a free port, as a caller sees it (Fastify's inject needs an ESM-only module under jest).
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return app;
-}
 
 interface Answer {
   statusCode: number;
   json(): any;
 }
 
-async function call(app: FastifyInstance, method: string, path: string, userId = 1, body?: unknown): Promise<Answer> {
+/** Calls the real Layout A api over HTTP as `user`, as another service would. */
+async function call(app: FastifyInstance, method: string, path: string, user: TestUser, body?: unknown): Promise<Answer> {
   const { port } = app.server.address() as AddressInfo;
   const response = await fetch(`http://127.0.0.1:${port}${path}`, {
     method,
-    headers: { user_id: String(userId), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { ...user.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
@@ -48,17 +29,19 @@ describe('webhook routes', () => {
   let receiver: RecordingServer;
   let worker: { close(): Promise<void> };
   let app: FastifyInstance;
+  let alice: TestUser;
+  let bob: TestUser;
 
   beforeAll(async () => {
     env = await createTestEnvironment({ WEBHOOK_RETRY_SCHEDULE: '0.05' }, 'api');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
-    for (const userId of [1, 2]) {
-      await producer.db.models.User.create({ userId, userName: `user ${userId}`, userEmail: `u${userId}@example.com`, apiTokenHash: null });
-    }
+    alice = await createUser(producer.db);
+    bob = await createUser(producer.db);
     receiver = await startRecordingServer();
     worker = startWorker(env.config, producer.db);
-    app = await buildApp(producer);
+    app = buildApp({ ...env.config, apiLayout: 'a' }, { database: producer.db, queue: producer.queue });
+    await app.listen({ host: '127.0.0.1', port: 0 });
   });
 
   afterEach(() => {
@@ -75,8 +58,8 @@ describe('webhook routes', () => {
     await env.cleanup();
   });
 
-  const post = (path: string, body?: unknown, userId = 1) => call(app, 'POST', path, userId, body);
-  const get = (path: string, userId = 1) => call(app, 'GET', path, userId);
+  const post = (path: string, body?: unknown, user = alice) => call(app, 'POST', path, user, body);
+  const get = (path: string, user = alice) => call(app, 'GET', path, user);
 
   it('When a service posts a webhook, then it gets 202 with the id, and GET shows the delivery and its attempts', async () => {
     const response = await post('/api/v1/webhooks', {
@@ -96,7 +79,7 @@ describe('webhook routes', () => {
     expect(request.headers['webhook-id']).toBe(id);
     expect(request.headers['x-source']).toBe('billing');
     const view = await eventually(async () => {
-      const got = await get(`/api/v1/webhooks/${id}`, 1);
+      const got = await get(`/api/v1/webhooks/${id}`);
       return got.json().status === 'succeeded' && got;
     });
     expect(view.statusCode).toBe(200);
@@ -131,9 +114,9 @@ describe('webhook routes', () => {
     const created = await post('/api/v1/webhooks', { url: `${receiver.url}/hook`, event: 'a.b', payload: [1] });
     const { id } = created.json();
 
-    const unknown = await get('/api/v1/webhooks/msg_unknown', 1);
-    const foreign = await get(`/api/v1/webhooks/${id}`, 2);
-    const foreignRedeliver = await post(`/api/v1/webhooks/${id}/redeliver`, undefined, 2);
+    const unknown = await get('/api/v1/webhooks/msg_unknown');
+    const foreign = await get(`/api/v1/webhooks/${id}`, bob);
+    const foreignRedeliver = await post(`/api/v1/webhooks/${id}/redeliver`, undefined, bob);
 
     expect(unknown.statusCode).toBe(404);
     expect(foreign.statusCode).toBe(404);
@@ -145,7 +128,7 @@ describe('webhook routes', () => {
     receiver.setReply({ status: 500 });
     const { id } = (await post('/api/v1/webhooks', { url: `${receiver.url}/hook`, event: 'a.b', payload: { n: 1 } })).json();
     await eventually(async () => {
-      const got = await get(`/api/v1/webhooks/${id}`, 1);
+      const got = await get(`/api/v1/webhooks/${id}`);
       return got.json().status === 'failed';
     });
     receiver.setReply({ status: 200 });
@@ -160,7 +143,7 @@ describe('webhook routes', () => {
     const [request] = await receiver.waitForRequests(1);
     expect(request.headers['webhook-id']).toBe(id);
     const view = await eventually(async () => {
-      const got = await get(`/api/v1/webhooks/${id}`, 1);
+      const got = await get(`/api/v1/webhooks/${id}`);
       return got.json().status === 'succeeded' && got.json();
     });
     expect(view.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 500, 200]);

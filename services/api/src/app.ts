@@ -7,24 +7,32 @@ import { createDatabase, Database } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
+import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
+import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
 import { createRedis } from '../../../shared/redis';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
+import { adminQueuesPlugin } from './plugins/admin-queues';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
-import { createDiscardingPostEventRecorder, PostEventRecorder } from './posts/post-events';
+import type { PostEventRecorder } from './posts/post-events';
 import { createPostsRepository } from './posts/posts-repository';
+import { collectQueueMetrics } from './queue-metrics';
 import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
 import { layoutB } from './routes/layout-b';
+import { webhookRoutes } from './routes/webhooks';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
-  /** Records post events in the post's transaction (the outbox); default: a recorder that discards them. */
+  /** Records post events in the post's transaction; default: the outbox over `queue` (DESIGN §6). */
   postEvents?: PostEventRecorder;
   database?: Database;
   redis?: Redis;
+  /** The producer side of the `webhooks` queue; default: one over `redis`. */
+  queue?: WebhookQueue;
+  metrics?: Metrics;
   /**
    * Extra route plugins mounted under /api/v1 in BOTH layouts, after the posts routes.
    * Each runs behind the layout's auth hook (Layout A: with quota), so `request.user` is
@@ -42,8 +50,10 @@ const CACHE_TTL_SECONDS = 300;
 const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * Builds the api (DESIGN §1, §4, §5) for `config.apiLayout`; never listens.
- * Routes: /health, /ready, /docs, /docs/json, the layout at /api/v1 and, in Layout A, /cdn/.
+ * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
+ * Routes: /health, /ready, /metrics, /docs, /docs/json, the layout at /api/v1 with the
+ * webhook routes, in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
+ * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   const app = Fastify({
@@ -56,7 +66,10 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   const database = deps.database ?? createDatabase(config.databaseUrl);
   const redis = deps.redis ?? createRedis(config.redisUrl, 'client', { commandTimeout: 1_000 });
   logRedisOutages(redis, app);
-  const postEvents = deps.postEvents ?? discardingWithWarning(app);
+  const queue = deps.queue ?? createWebhookQueue(config, redis, app.log);
+  const outbox = createOutbox({ db: database, queue, logger: app.log, relayIntervalMs: config.outboxRelayIntervalMs });
+  const postEvents = deps.postEvents ?? outbox;
+  const metrics = deps.metrics ?? createMetrics(`api-${config.apiLayout}`);
   const layout = LAYOUTS[config.apiLayout];
 
   // The API speaks JSON (and forms per layout); a text/plain body is a wrong content type, not a string body.
@@ -70,6 +83,16 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.setNotFoundHandler((_request, reply) => reply.code(404).send(layout.errorBody(404, 'Not found.')));
   app.register(databasePlugin, { database });
   app.register(redisPlugin, { redis });
+  app.addHook('onReady', async () => outbox.startRelay());
+  // Before the Redis connection it uses is closed by the redis plugin's own hook.
+  app.addHook('preClose', async () => {
+    await outbox.stop();
+    await queue.close();
+  });
+  app.register(metricsPlugin, { metrics, beforeScrape: () => collectQueueMetrics(metrics, queue, database) });
+  if (config.adminUser && config.adminPassword) {
+    app.register(adminQueuesPlugin, { queue, user: config.adminUser, password: config.adminPassword });
+  }
   app.register(swaggerPlugin, { layout: config.apiLayout });
   app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => redis.ping() } });
 
@@ -93,7 +116,13 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     posts,
     postReader,
     images,
-    routes: [layout.postsRoutes, ...(deps.apiRoutes ?? [])],
+    routes: [
+      layout.postsRoutes,
+      async (scope) => {
+        await scope.register(webhookRoutes, { db: database, queue });
+      },
+      ...(deps.apiRoutes ?? []),
+    ],
   });
   return app;
 }
@@ -109,9 +138,4 @@ function logRedisOutages(redis: Redis, app: FastifyInstance): void {
     if (!up) app.log.info('Redis reachable again');
     up = true;
   });
-}
-
-function discardingWithWarning(app: FastifyInstance): PostEventRecorder {
-  app.log.warn('no post event recorder given: post events are discarded and no webhook is sent for post changes');
-  return createDiscardingPostEventRecorder();
 }

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from './errors';
 import { UnsupportedImageError } from './images/errors';
 
 /** Renders a status and a client-safe message in a layout's error shape. */
@@ -18,14 +19,18 @@ const CLIENT_MESSAGES: Record<string, string> = {
 };
 
 /**
- * The one error handler, parameterised by the layout's shape. 4xx errors keep their
- * status and a client-safe message; anything else is logged with its stack and answered
- * 500 without its message.
+ * The one error handler, parameterised by the layout's shape. 4xx errors, and ApiErrors of
+ * any status (their messages are client-safe by construction, e.g. 503), keep their status
+ * and message; anything else is logged with its stack and answered 500 without its message.
  */
 export function createErrorHandler(body: ErrorBody) {
   return function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     if (error instanceof UnsupportedImageError) return reply.code(415).send(body(415, error.message));
     const status = error.statusCode;
+    if (error instanceof ApiError && error.statusCode >= 500) {
+      request.log.warn({ err: error.cause ?? error, statusCode: error.statusCode }, 'request not served');
+      return reply.code(error.statusCode).send(body(error.statusCode, error.message));
+    }
     if (status === undefined || status < 400 || status >= 500) {
       request.log.error({ err: error }, 'request failed');
       return reply.code(500).send(body(500, 'Internal server error.'));

@@ -32,11 +32,3 @@ export interface PostEventRecorder {
   /** Runs inside `transaction`; a rejection rolls the post change back. */
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
 }
-
-/**
- * A recorder that drops every event. It stands in until the outbox recorder of
- * `shared/queue` is wired in: with it, no webhook is ever sent for a post change.
- */
-export function createDiscardingPostEventRecorder(): PostEventRecorder {
-  return { record: async () => undefined };
-}

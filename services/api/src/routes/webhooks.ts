@@ -1,5 +1,4 @@
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Schema } from 'joi';
+import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import {
   DeliveryInProgressError,
@@ -12,6 +11,8 @@ import {
   redeliverWebhook,
 } from '../../../../shared/queue';
 import { EncryptionError, LogicError } from '../../../../shared/webhook/errors';
+import { ApiError } from '../errors';
+import { joiValidatorCompiler } from '../schemas/joi-validation';
 import { EnqueueBody, deliveryParams, enqueueBody, idResponse } from './webhooks-schemas';
 
 export interface WebhookRoutesOptions {
@@ -25,11 +26,11 @@ export interface WebhookRoutesOptions {
  * - `POST /webhooks` `{url, event, payload, method?, headers?, secret?}`: 202 `{"id"}`;
  * - `GET /webhooks/:id`: 200 the status and every attempt, only for the user who enqueued it;
  * - `POST /webhooks/:id/redeliver`: 202 `{"id"}`, one new attempt with the same webhook-id.
- * Errors answer `{"status":N,"message":".."}`: 400 invalid, 404 unknown, 409 still in
- * progress, 503 queue unavailable; anything else goes to the app's error handler.
+ * Errors answer in the layout's shape: 400 invalid, 404 unknown, 409 still in progress,
+ * 503 queue unavailable; anything else goes to the app's error handler.
  */
 export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { db, queue }) => {
-  app.setValidatorCompiler<Schema>(({ schema }) => (data) => schema.validate(data, { abortEarly: true }));
+  app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleError);
 
   app.post<{ Body: EnqueueBody }>(
@@ -64,17 +65,19 @@ function userIdOf(request: FastifyRequest): number {
   return userId;
 }
 
-async function handleError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  if (error.validation || error.code === 'FST_ERR_VALIDATION') return send(reply, 400, error.message);
+/**
+ * Maps the delivery errors to client-safe ApiErrors; rethrown, they reach the layout's own
+ * error handler, which answers in the layout's shape (A `{status,message}`, B `{message}`).
+ */
+async function handleError(error: FastifyError): Promise<never> {
+  if (error.validation || error.code === 'FST_ERR_VALIDATION') throw new ApiError(400, error.message, { cause: error });
   if (error instanceof InvalidWebhookError || error instanceof EncryptionError || error instanceof LogicError) {
-    return send(reply, 400, error.message);
+    throw new ApiError(400, error.message, { cause: error });
   }
-  if (error instanceof DeliveryNotFoundError) return send(reply, 404, 'Webhook delivery not found.');
-  if (error instanceof DeliveryInProgressError) return send(reply, 409, error.message);
-  if (error instanceof QueueUnavailableError) return send(reply, 503, 'The webhook queue is unavailable; try again later.');
+  if (error instanceof DeliveryNotFoundError) throw new ApiError(404, 'Webhook delivery not found.', { cause: error });
+  if (error instanceof DeliveryInProgressError) throw new ApiError(409, error.message, { cause: error });
+  if (error instanceof QueueUnavailableError) {
+    throw new ApiError(503, 'The webhook queue is unavailable; try again later.', { cause: error });
+  }
   throw error;
-}
-
-function send(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply.code(status).send({ status, message });
 }

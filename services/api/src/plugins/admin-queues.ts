@@ -1,0 +1,45 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import fastifyBasicAuth from '@fastify/basic-auth';
+import type { FastifyPluginAsync } from 'fastify';
+import type { WebhookQueue } from '../../../../shared/queue';
+
+export interface AdminQueuesOptions {
+  queue: WebhookQueue;
+  user: string;
+  password: string;
+}
+
+/** The URL prefix of the Bull Board UI. */
+export const ADMIN_QUEUES_PATH = '/admin/queues';
+
+/**
+ * Bull Board for the `webhooks` queue at {@link ADMIN_QUEUES_PATH}, behind HTTP Basic
+ * authentication (RFC 7617) with ADMIN_USER / ADMIN_PASSWORD; every path under it answers
+ * 401 with `WWW-Authenticate` until the caller sends those credentials.
+ * Register it without a prefix; it is encapsulated, so its auth hook guards only its routes.
+ */
+export const adminQueuesPlugin: FastifyPluginAsync<AdminQueuesOptions> = async (app, { queue, user, password }) => {
+  await app.register(fastifyBasicAuth, {
+    authenticate: { realm: 'webhooks admin' },
+    validate: async (givenUser, givenPassword) => {
+      // Both compared in full, so the time taken says nothing about which one was wrong.
+      const userMatches = safeEqual(givenUser, user);
+      const passwordMatches = safeEqual(givenPassword, password);
+      if (!userMatches || !passwordMatches) throw Object.assign(new Error('Invalid admin credentials.'), { statusCode: 401 });
+    },
+  });
+  app.addHook('onRequest', app.basicAuth);
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(ADMIN_QUEUES_PATH);
+  createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter });
+  await app.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PATH });
+};
+
+function safeEqual(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

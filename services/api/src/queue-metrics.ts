@@ -1,0 +1,21 @@
+import { QueryTypes } from 'sequelize';
+import type { Database } from '../../../shared/db';
+import type { Metrics } from '../../../shared/metrics';
+import type { WebhookQueue } from '../../../shared/queue';
+
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+/**
+ * Reads the outbox backlog and the queue's job counts into their gauges; meant to run
+ * right before each `/metrics` scrape, so the figures are current and cost nothing between scrapes.
+ */
+export async function collectQueueMetrics(metrics: Metrics, queue: WebhookQueue, database: Database): Promise<void> {
+  const [pending] = await database.sequelize.query<{ count: string }>(
+    `SELECT count(*) AS count FROM webhook_deliveries WHERE status = 'pending' AND enqueued_at IS NULL`,
+    { type: QueryTypes.SELECT },
+  );
+  metrics.outboxPending.set(Number(pending.count));
+  // Second, so the outbox figure is still current while Redis is away and this rejects.
+  const counts = await queue.getJobCounts(...QUEUE_STATES);
+  for (const state of QUEUE_STATES) metrics.queueJobs.set({ state }, counts[state] ?? 0);
+}
