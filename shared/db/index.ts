@@ -6,11 +6,19 @@ import { WebhookDelivery } from './models/webhook-delivery';
 import { WebhookEndpoint } from './models/webhook-endpoint';
 import { WebhookInbox } from './models/webhook-inbox';
 
+/** The model classes, for types; query through `db.models`, which are bound to a connection. */
 export { Post, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
-export const models = { User, Post, WebhookEndpoint, WebhookDelivery, WebhookAttempt, WebhookInbox };
-export type Models = typeof models;
+/** The model classes of one connection; see {@link createDatabase}. */
+export interface Models {
+  User: typeof User;
+  Post: typeof Post;
+  WebhookEndpoint: typeof WebhookEndpoint;
+  WebhookDelivery: typeof WebhookDelivery;
+  WebhookAttempt: typeof WebhookAttempt;
+  WebhookInbox: typeof WebhookInbox;
+}
 
 export interface Database {
   sequelize: Sequelize;
@@ -31,6 +39,10 @@ export interface DatabaseOptions {
  * Connects Sequelize to PostgreSQL and initialises every model. The schema itself is
  * owned by the migrations in `migrations/`; this never calls `sync()`.
  *
+ * Each call binds fresh subclasses of the model classes to its own connection, so several
+ * databases in one process (tests, tools) never share models: use `db.models.X`, never the
+ * exported classes, for queries.
+ *
  * @param url - a postgres:// connection URL (DATABASE_URL)
  * @returns the connection, the models and `close()`; connecting is lazy, so use `ping()`
  *   to fail fast at start
@@ -42,7 +54,14 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
     define: { underscored: true },
   });
-  for (const model of Object.values(models)) model.initModel(sequelize);
+  const models: Models = {
+    User: class extends User {}.initModel(sequelize),
+    Post: class extends Post {}.initModel(sequelize),
+    WebhookEndpoint: class extends WebhookEndpoint {}.initModel(sequelize),
+    WebhookDelivery: class extends WebhookDelivery {}.initModel(sequelize),
+    WebhookAttempt: class extends WebhookAttempt {}.initModel(sequelize),
+    WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
+  };
   return {
     sequelize,
     models,

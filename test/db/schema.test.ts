@@ -1,5 +1,5 @@
 import { Model, ModelStatic, QueryTypes } from 'sequelize';
-import { createDatabase, Database, models } from '../../shared/db';
+import { createDatabase, Database } from '../../shared/db';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
 describe('database schema', () => {
@@ -16,9 +16,10 @@ describe('database schema', () => {
     await env.cleanup();
   });
 
-  it.each(Object.entries(models).map(([name, model]) => [name, model as ModelStatic<Model>] as const))(
+  it.each(['User', 'Post', 'WebhookEndpoint', 'WebhookDelivery', 'WebhookAttempt', 'WebhookInbox'] as const)(
     'when the %s table is migrated, then every model attribute matches a real column and vice versa',
-    async (_name, model) => {
+    async (name) => {
+      const model = db.models[name] as ModelStatic<Model>;
       const columns = await db.sequelize.getQueryInterface().describeTable(model.getTableName());
       const attributes = Object.values(model.getAttributes());
       expect(attributes.map((attribute) => attribute.field).sort()).toEqual(Object.keys(columns).sort());
@@ -55,5 +56,18 @@ describe('database schema', () => {
       replacements: { uuid: post.postUuid },
     });
     expect(row.pid).toBe(post.pid);
+  });
+
+  it('when two databases are open in one process, then each one\'s models read and write their own', async () => {
+    const other = await createTestEnvironment();
+    const otherDb = createDatabase(other.databaseUrl);
+    try {
+      await otherDb.models.User.create({ userName: 'other', userEmail: 'other@example.com', apiTokenHash: null });
+      expect(await otherDb.models.User.count({ where: { userEmail: 'other@example.com' } })).toBe(1);
+      expect(await db.models.User.count({ where: { userEmail: 'other@example.com' } })).toBe(0);
+    } finally {
+      await otherDb.close();
+      await other.cleanup();
+    }
   });
 });

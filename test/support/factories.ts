@@ -13,7 +13,6 @@ export interface TestUser {
 
 /**
  * Inserts a user with a fresh token. Overrides: userName, userEmail, quotaLimit (0 = unlimited).
- * Raw SQL on `db`'s own connection: shared/db's model classes follow the latest createDatabase().
  */
 export async function createUser(
   db: Database,

@@ -14,8 +14,8 @@ export class Post extends Model<InferAttributes<Post>, InferCreationAttributes<P
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
-  static initModel(sequelize: Sequelize): typeof Post {
-    Post.init(
+  static initModel(this: typeof Post, sequelize: Sequelize): typeof Post {
+    this.init(
       {
         pid: { type: DataTypes.INTEGER, primaryKey: true, autoIncrement: true },
         postUuid: { type: DataTypes.UUID, allowNull: false, unique: true },
@@ -26,8 +26,8 @@ export class Post extends Model<InferAttributes<Post>, InferCreationAttributes<P
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
-      { sequelize, tableName: 'posts', underscored: true, timestamps: true },
+      { sequelize, modelName: 'Post', tableName: 'posts', underscored: true, timestamps: true },
     );
-    return Post;
+    return this;
   }
 }

@@ -12,8 +12,8 @@ export class User extends Model<InferAttributes<User>, InferCreationAttributes<U
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
-  static initModel(sequelize: Sequelize): typeof User {
-    User.init(
+  static initModel(this: typeof User, sequelize: Sequelize): typeof User {
+    this.init(
       {
         userId: { type: DataTypes.INTEGER, primaryKey: true, autoIncrement: true, validate: { min: 1, max: 99999 } },
         userName: { type: DataTypes.STRING(255), allowNull: false },
@@ -25,8 +25,8 @@ export class User extends Model<InferAttributes<User>, InferCreationAttributes<U
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
-      { sequelize, tableName: 'users', underscored: true, timestamps: true },
+      { sequelize, modelName: 'User', tableName: 'users', underscored: true, timestamps: true },
     );
-    return User;
+    return this;
   }
 }

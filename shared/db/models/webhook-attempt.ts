@@ -12,8 +12,8 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
   declare responseBody: string | null;
   declare attemptedAt: CreationOptional<Date>;
 
-  static initModel(sequelize: Sequelize): typeof WebhookAttempt {
-    WebhookAttempt.init(
+  static initModel(this: typeof WebhookAttempt, sequelize: Sequelize): typeof WebhookAttempt {
+    this.init(
       {
         id: { type: DataTypes.BIGINT, primaryKey: true, autoIncrement: true },
         deliveryId: { type: DataTypes.TEXT, allowNull: false },
@@ -24,8 +24,8 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
         responseBody: { type: DataTypes.TEXT, allowNull: true },
         attemptedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
       },
-      { sequelize, tableName: 'webhook_attempts', underscored: true, timestamps: false },
+      { sequelize, modelName: 'WebhookAttempt', tableName: 'webhook_attempts', underscored: true, timestamps: false },
     );
-    return WebhookAttempt;
+    return this;
   }
 }

@@ -32,8 +32,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
-  static initModel(sequelize: Sequelize): typeof WebhookDelivery {
-    WebhookDelivery.init(
+  static initModel(this: typeof WebhookDelivery, sequelize: Sequelize): typeof WebhookDelivery {
+    this.init(
       {
         id: { type: DataTypes.TEXT, primaryKey: true },
         endpointId: { type: DataTypes.INTEGER, allowNull: true },
@@ -56,8 +56,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
-      { sequelize, tableName: 'webhook_deliveries', underscored: true, timestamps: true },
+      { sequelize, modelName: 'WebhookDelivery', tableName: 'webhook_deliveries', underscored: true, timestamps: true },
     );
-    return WebhookDelivery;
+    return this;
   }
 }

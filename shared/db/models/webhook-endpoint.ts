@@ -14,8 +14,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
-  static initModel(sequelize: Sequelize): typeof WebhookEndpoint {
-    WebhookEndpoint.init(
+  static initModel(this: typeof WebhookEndpoint, sequelize: Sequelize): typeof WebhookEndpoint {
+    this.init(
       {
         id: { type: DataTypes.INTEGER, primaryKey: true, autoIncrement: true },
         url: { type: DataTypes.TEXT, allowNull: false },
@@ -27,8 +27,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
-      { sequelize, tableName: 'webhook_endpoints', underscored: true, timestamps: true },
+      { sequelize, modelName: 'WebhookEndpoint', tableName: 'webhook_endpoints', underscored: true, timestamps: true },
     );
-    return WebhookEndpoint;
+    return this;
   }
 }

@@ -8,8 +8,8 @@ export class WebhookInbox extends Model<InferAttributes<WebhookInbox>, InferCrea
   declare receivedAt: CreationOptional<Date>;
   declare processedAt: CreationOptional<Date | null>;
 
-  static initModel(sequelize: Sequelize): typeof WebhookInbox {
-    WebhookInbox.init(
+  static initModel(this: typeof WebhookInbox, sequelize: Sequelize): typeof WebhookInbox {
+    this.init(
       {
         webhookId: { type: DataTypes.TEXT, primaryKey: true },
         topic: { type: DataTypes.TEXT, allowNull: false },
@@ -17,8 +17,8 @@ export class WebhookInbox extends Model<InferAttributes<WebhookInbox>, InferCrea
         receivedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
         processedAt: { type: DataTypes.DATE, allowNull: true },
       },
-      { sequelize, tableName: 'webhook_inbox', underscored: true, timestamps: false },
+      { sequelize, modelName: 'WebhookInbox', tableName: 'webhook_inbox', underscored: true, timestamps: false },
     );
-    return WebhookInbox;
+    return this;
   }
 }

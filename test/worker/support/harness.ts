@@ -38,8 +38,7 @@ export function createProducer(config: Config, outboxOptions: { stuckAfterMs?: n
 }
 
 /**
- * An in-process worker. It shares the producer's database: Sequelize models are bound to one
- * connection per process, exactly as in the worker process, which opens a single one.
+ * An in-process worker over the producer's database handle, as one worker process holds one.
  */
 export function startWorker(
   config: Config,
