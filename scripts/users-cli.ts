@@ -71,15 +71,21 @@ const COMMANDS: Record<string, Command> = {
     if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError('--email must be an email address');
     const quotaLimit = quota === undefined ? 0 : nonNegativeInteger('--quota', quota);
     const token = generateApiToken();
-    try {
-      const [row] = await db.sequelize.query<{ user_id: number }>(
-        'INSERT INTO users (user_name, user_email, api_token_hash, quota_limit) VALUES ($1, $2, $3, $4) RETURNING user_id',
-        { bind: [name.trim(), email, hashApiToken(token), quotaLimit], type: QueryTypes.SELECT },
-      );
-      return { user_id: row.user_id, token };
-    } catch (err) {
-      if (err instanceof UniqueConstraintError) throw new CommandError(`a user with email ${email} already exists`);
-      throw err;
+    // Ids given explicitly (seeds, user.created webhooks) can sit ahead of the sequence:
+    // take the next free one. The sequence's MAXVALUE ends the loop with an error.
+    for (;;) {
+      try {
+        const [row] = await db.sequelize.query<{ user_id: number }>(
+          'INSERT INTO users (user_name, user_email, api_token_hash, quota_limit) VALUES ($1, $2, $3, $4) RETURNING user_id',
+          { bind: [name.trim(), email, hashApiToken(token), quotaLimit], type: QueryTypes.SELECT },
+        );
+        return { user_id: row.user_id, token };
+      } catch (err) {
+        if (!(err instanceof UniqueConstraintError)) throw err;
+        if ((err.parent as { constraint?: string }).constraint !== 'users_pkey') {
+          throw new CommandError(`a user with email ${email} already exists`);
+        }
+      }
     }
   },
 

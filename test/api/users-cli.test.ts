@@ -41,6 +41,16 @@ describe('users CLI (DESIGN §4)', () => {
     expect(await canRead(user_id, token)).toBe(true);
   });
 
+  it('when the next ids were taken explicitly (e.g. by a user.created webhook), then create takes the next free id', async () => {
+    const first = JSON.parse((await run('create', '--name', 'Ed', '--email', 'ed@example.com')).stdout[0]);
+    for (const id of [first.user_id + 1, first.user_id + 2]) {
+      await harness.db.sequelize.query(`INSERT INTO users (user_id, user_name, user_email) VALUES (${id}, 'taken', 'taken${id}@example.com')`);
+    }
+    const { code, stdout } = await run('create', '--name', 'Di', '--email', 'di@example.com');
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout[0]).user_id).toBe(first.user_id + 3);
+  });
+
   it('when a token is rotated, then the new one works and the old one stops', async () => {
     const created = JSON.parse((await run('create', '--name', 'Bo', '--email', 'bo@example.com')).stdout[0]);
     const { code, stdout } = await run('token', '--user-id', String(created.user_id));
