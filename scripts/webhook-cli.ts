@@ -1,13 +1,18 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../shared/config';
+import { type Config, loadConfig } from '../shared/config';
 import { type SendField, WebhookRequest } from '../shared/webhook';
 
 const USAGE = `Usage: npm run webhook -- send --url URL --event EVENT --data JSON [options]
   --secret S        shared secret (default: derived from APP_KEY and WEBHOOK_SALT)
-  --method M        HTTP method (default POST)
+  --method M        HTTP method (default POST; with --queue: POST, PUT, PATCH or DELETE)
   --field F         body | query | form_params | multipart (default: query for GET, else body)
   --timeout SEC     seconds to wait for the answer, 0 = none (default WEBHOOK_TIMEOUT_MS)
-  --algo A          sha256 | sha384 | sha512 for the X-Signature header (default sha256)`;
+  --algo A          sha256 | sha384 | sha512 for the X-Signature header (default sha256)
+  --queue           hand it to the webhook-worker (DATABASE_URL, REDIS_URL, REDIS_PREFIX) instead
+                    of sending now; prints {"id":..,"queued":true}; not with --field or --timeout`;
+
+/** Errors of the caller's input when enqueueing; anything else (database, network) exits 1. */
+const QUEUE_INPUT_ERRORS = new Set(['InvalidWebhookError', 'EncryptionError', 'LogicError', 'ConfigError']);
 
 /** Where the CLI writes; the process streams by default, a buffer in tests. */
 export interface CliOutput {
@@ -17,13 +22,19 @@ export interface CliOutput {
 
 /**
  * `send`: signs one webhook (DESIGN §7) and sends it now. Prints one JSON line
- * `{"id","status","signature","response"}` on success.
+ * `{"id","status","signature","response"}` on success. With `--queue` it enqueues the
+ * webhook for the worker instead (`WebhookRequest.enqueue()`, DESIGN §6) and prints
+ * `{"id","queued":true}`; the id is the webhook-id the receiver will see.
  *
  * @param argv - the arguments after the script name
- * @returns the exit code: 0 sent and answered 2xx, 1 sending failed, 2 bad usage or input
+ * @param env - the environment: the derived secret's APP_KEY and WEBHOOK_SALT, and with
+ *   `--queue` DATABASE_URL, REDIS_URL and REDIS_PREFIX
+ * @returns the exit code: 0 sent and answered 2xx (or enqueued), 1 sending or enqueueing
+ *   failed (e.g. PostgreSQL unreachable), 2 bad usage or input
  */
 export async function runWebhookCli(argv: string[], output: CliOutput, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let values: Record<string, string | undefined>;
+  let queued: boolean;
   let command: string | undefined;
   try {
     const parsed = parseArgs({
@@ -38,9 +49,12 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
         field: { type: 'string' },
         timeout: { type: 'string' },
         algo: { type: 'string' },
+        queue: { type: 'boolean' },
       },
     });
-    values = parsed.values;
+    const { queue, ...strings } = parsed.values;
+    values = strings;
+    queued = queue === true;
     command = parsed.positionals[0];
   } catch (error) {
     output.err(`${(error as Error).message}\n${USAGE}\n`);
@@ -50,11 +64,18 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
     output.err(`${USAGE}\n`);
     return 2;
   }
+  if (queued && (values.field !== undefined || values.timeout !== undefined)) {
+    output.err(`--field and --timeout apply to sending now; the worker sends the JSON body with its own timeout.\n${USAGE}\n`);
+    return 2;
+  }
 
+  let config: Config;
   let hook: WebhookRequest;
   try {
-    const timeout = values.timeout === undefined ? loadConfig(env, 'cli').webhookTimeoutMs / 1000 : Number(values.timeout);
-    hook = new WebhookRequest(values.url, values.method ?? 'POST', timeout)
+    config = loadConfig(env, 'cli');
+    const timeout = values.timeout === undefined ? config.webhookTimeoutMs / 1000 : Number(values.timeout);
+    // The environment given here, not process.env, is where a derived secret comes from.
+    hook = new WebhookRequest(values.url, values.method ?? 'POST', timeout, { appKey: config.appKey, salt: config.webhookSalt })
       .setPayload(values.data)
       .setEvent(values.event)
       .setAlgo(values.algo ?? 'sha256')
@@ -63,6 +84,7 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
     output.err(`${(error as Error).message}\n`);
     return 2;
   }
+  if (queued) return enqueue(hook, output, config);
   try {
     const response = await hook.send((values.field as SendField | undefined) ?? null);
     output.out(`${JSON.stringify({ id: hook.getWebhookId(), status: response.status, signature: hook.getSignature(), response: response.data })}\n`);
@@ -72,6 +94,23 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
     const status = (error as { status?: number | null }).status ?? null;
     output.err(`${JSON.stringify({ error: name, message, status, id: hook.getWebhookId() })}\n`);
     return name === 'RequestError' ? 1 : 2;
+  }
+}
+
+async function enqueue(hook: WebhookRequest, output: CliOutput, config: Config): Promise<number> {
+  // Imported here so that sending now never loads Sequelize and BullMQ.
+  const { createWebhookProducer } = await import('../shared/webhook/enqueue');
+  const producer = createWebhookProducer(config);
+  try {
+    const id = await hook.enqueue(producer);
+    output.out(`${JSON.stringify({ id, queued: true })}\n`);
+    return 0;
+  } catch (error) {
+    const { name, message } = error as Error;
+    output.err(`${JSON.stringify({ error: name, message })}\n`);
+    return QUEUE_INPUT_ERRORS.has(name) ? 2 : 1;
+  } finally {
+    await producer.close();
   }
 }
 

@@ -1,5 +1,7 @@
 import type { AxiosResponse } from 'axios';
 import { loadConfig } from '../config';
+import type { WebhookMethod } from '../queue/deliveries';
+import type { WebhookProducer, WebhookProducerDeps } from './enqueue';
 import { type EnvelopeConfig, encodeJson, serializeEnvelope } from './envelope';
 import { EncryptionError, LogicError, RequestError } from './errors';
 import { type EncodedPayload, SEND_FIELDS, type SendField, encodeForField } from './payload-encoding';
@@ -29,9 +31,14 @@ const client = createWebhookHttpClient();
  * `form_params` and `multipart`, the envelope is flattened into form fields as PHP's
  * `http_build_query()` does and the signature covers the encoded HTTP body; for `query`, it
  * covers the query string this call appends to the URL.
+ *
+ * `enqueue()` hands the webhook to the webhook-worker instead (DESIGN §6); it loads the queue
+ * and database modules only when first called, so code that only signs and sends never does.
  */
 export class WebhookRequest {
   private static defaults: WebhookRequestOptions = {};
+  /** The process-wide producer of `enqueue()` without an argument, opened on first use. */
+  private static defaultProducer: Promise<WebhookProducer> | null = null;
 
   protected method = 'POST';
   protected timeoutMs = 0;
@@ -71,6 +78,18 @@ export class WebhookRequest {
   /** Sets the app key and salt every instance derives secrets from unless its own options say otherwise. */
   static setDefaults(options: WebhookRequestOptions): void {
     WebhookRequest.defaults = { ...options };
+  }
+
+  /**
+   * Closes the producer that `enqueue()` without an argument opened (its PostgreSQL pool and
+   * Redis connection), so the process can exit. The next such `enqueue()` opens a new one.
+   * Does nothing when none is open.
+   */
+  static async closeDefaultProducer(): Promise<void> {
+    const opening = WebhookRequest.defaultProducer;
+    WebhookRequest.defaultProducer = null;
+    const producer = await opening?.catch(() => null);
+    await producer?.close();
   }
 
   /**
@@ -200,7 +219,7 @@ export class WebhookRequest {
     return this.secret;
   }
 
-  /** The `webhook-id` of the last signed `send()`, or null. */
+  /** The `webhook-id` of the last signed `send()` or of the last `enqueue()` (its delivery id), or null. */
   getWebhookId(): string | null {
     return this.webhookId;
   }
@@ -253,6 +272,62 @@ export class WebhookRequest {
       throw new RequestError(`Webhook endpoint answered HTTP ${response.status}.`, { status: response.status, response });
     }
     return response;
+  }
+
+  /**
+   * Queues this webhook for the webhook-worker instead of sending it now (DESIGN §6 and §8;
+   * Luminova sends synchronously only, so this operation is ours). The delivery row is
+   * written to PostgreSQL first, then its id is queued in Redis; when Redis is away the call
+   * still succeeds and the api's outbox relay queues the row once Redis answers. The worker
+   * retries by the schedule of DESIGN §6 and its own WEBHOOK_TIMEOUT_MS (`setTimeout()` does
+   * not apply), and always sends the envelope as the JSON body.
+   *
+   * Always signed, whether or not `sign()` was called: receivers reject unsigned bodies
+   * (DESIGN §10), so the envelope is always `{"_data":..,"_config":{"app.webhook.event":..,
+   * "app.webhook.signable":1}}` in that key order. The secret is `sign()`'s or `setSecret()`'s;
+   * without one it is derived here, from this instance's app key and salt (DESIGN §8), and
+   * stored with the delivery, so `getSecret()` afterwards returns exactly the secret the
+   * receiver must verify with, even when the worker's APP_KEY differs. The worker signs each
+   * attempt, so an overridden `signPayload()` does not apply here. Each call is a new delivery
+   * with a new id.
+   *
+   * @param producer - `{ db, queue }` to write to and queue on (see `createWebhookProducer()`
+   *   in `shared/webhook/enqueue`); when omitted, one process-wide producer built from
+   *   `loadConfig(process.env, 'cli')` (DATABASE_URL, REDIS_URL, REDIS_PREFIX), opened on first
+   *   use and reused; close it with {@link WebhookRequest.closeDefaultProducer}
+   * @returns the delivery id (`msg_...`), which the receiver sees as the `webhook-id` header
+   *   of every attempt; `getWebhookId()` returns it too
+   * @throws LogicError on a listening instance, when no event was set (`setEvent()`), or for an
+   *   unsupported algo
+   * @throws InvalidWebhookError (shared/queue) for a URL that is not http(s), a method other
+   *   than POST, PUT, PATCH or DELETE, or a malformed `whsec_` secret
+   * @throws EncryptionError when the payload is empty or not serialisable
+   * @throws ConfigError (shared/config) when the default producer's environment is invalid
+   * @throws the database's error when PostgreSQL cannot store the delivery; nothing is queued
+   */
+  async enqueue(producer?: WebhookProducerDeps): Promise<string> {
+    if (this.listening) throw new LogicError('A listening webhook cannot enqueue; create one with new WebhookRequest(url).');
+    const event = this.config.event;
+    if (event === undefined) throw new LogicError('Cannot enqueue: set the event with setEvent() first.');
+    this.secret ??= this.derivedSecret();
+    const deps = producer ?? (await WebhookRequest.openDefaultProducer());
+    await deps.ready;
+    const { enqueueWebhook } = await import('../queue/deliveries');
+    this.webhookId = await enqueueWebhook(
+      {
+        url: this.url,
+        event,
+        payload: this.data,
+        // Any other method is refused there with InvalidWebhookError.
+        method: this.method as WebhookMethod,
+        headers: this.headers,
+        secret: this.secret,
+        algo: this.algo,
+        signatureHeader: this.signatureHeader,
+      },
+      deps,
+    );
+    return this.webhookId;
   }
 
   /**
@@ -323,6 +398,20 @@ export class WebhookRequest {
   private encodeWire(field: SendField): EncodedPayload | null {
     if (!this.signable && (this.data === undefined || this.data === null)) return null;
     return encodeForField(field, serializeEnvelope(this.data, this.config));
+  }
+
+  private static openDefaultProducer(): Promise<WebhookProducer> {
+    if (!WebhookRequest.defaultProducer) {
+      const opening = import('./enqueue').then(({ createWebhookProducer }) =>
+        createWebhookProducer(loadConfig(process.env, 'cli')),
+      );
+      // A bad environment must not stick: the next call reads it again.
+      opening.catch(() => {
+        if (WebhookRequest.defaultProducer === opening) WebhookRequest.defaultProducer = null;
+      });
+      WebhookRequest.defaultProducer = opening;
+    }
+    return WebhookRequest.defaultProducer;
   }
 
   private derivedSecret(): string {

@@ -1,6 +1,12 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { runWebhookCli } from '../../scripts/webhook-cli';
 import { signHex } from '../../shared/webhook';
+import { type TestEnvironment, createTestEnvironment } from '../support/environment';
+import { ROOT, freePort } from '../support/processes';
 import { type RecordingServer, startRecordingServer } from '../support/recording-server';
+import { type Producer, createProducer, startWorker } from '../worker/support/harness';
 
 let server: RecordingServer;
 
@@ -12,10 +18,10 @@ afterEach(async () => {
   await server.close();
 });
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function run(args: string[], env: NodeJS.ProcessEnv = { NODE_ENV: 'test' }): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runWebhookCli(args, { out: (text) => (out += text), err: (text) => (err += text) }, { NODE_ENV: 'test' });
+  const code = await runWebhookCli(args, { out: (text) => (out += text), err: (text) => (err += text) }, env);
   return { code, out, err };
 }
 
@@ -62,5 +68,83 @@ describe('npm run webhook -- send', () => {
     expect(result.code).toBe(2);
     expect(result.err).toMatch(reason);
     expect(server.requests).toHaveLength(0);
+  });
+});
+
+describe('npm run webhook -- send --queue', () => {
+  let env: TestEnvironment;
+  let cliEnv: NodeJS.ProcessEnv;
+  let producer: Producer;
+  let running: ReturnType<typeof startWorker>;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment({}, 'worker');
+    cliEnv = { NODE_ENV: 'test', DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix };
+  });
+
+  beforeEach(async () => {
+    producer = createProducer(env.config);
+    await producer.queue.waitUntilReady();
+    running = startWorker(env.config, producer.db);
+  });
+
+  afterEach(async () => {
+    await running.close();
+    await producer.queue.obliterate({ force: true });
+    await producer.db.models.WebhookDelivery.destroy({ where: {} });
+    await producer.close();
+  });
+
+  afterAll(async () => {
+    await env.cleanup();
+  });
+
+  it('when given --queue, then it prints the delivery id and the worker delivers the signed envelope under that webhook-id', async () => {
+    const result = await run(['send', '--url', `${server.url}/in`, '--event', 'user.created', '--data', '{"user_id": 5}', '--secret', 's3cret', '--queue'], cliEnv);
+
+    expect(result.code).toBe(0);
+    const printed = JSON.parse(result.out);
+    expect(printed).toEqual({ id: expect.stringMatching(/^msg_/), queued: true });
+    const [request] = await server.waitForRequests(1);
+    expect(request.headers['webhook-id']).toBe(printed.id);
+    expect(request.body.toString()).toBe('{"_data":{"user_id":5},"_config":{"app.webhook.event":"user.created","app.webhook.signable":1}}');
+    expect(request.headers['x-signature']).toBe(signHex(request.body, 's3cret'));
+  });
+
+  it('when run as a process with --queue, then it exits by itself once the id is printed', async () => {
+    const script = path.join(ROOT, 'dist', 'scripts', 'webhook-cli.js');
+    const args = ['send', '--url', `${server.url}/in`, '--event', 'x.y', '--data', '{"a":1}', '--secret', 's', '--queue'];
+
+    // A connection left open would keep the process alive until the timeout kills it.
+    const { stdout } = await promisify(execFile)(process.execPath, [script, ...args], { cwd: ROOT, env: { ...process.env, ...cliEnv }, timeout: 15_000 });
+
+    const { id } = JSON.parse(stdout);
+    const [request] = await server.waitForRequests(1);
+    expect(request.headers['webhook-id']).toBe(id);
+  });
+
+  it.each([
+    ['--field', ['--field', 'query'], /--field and --timeout/],
+    ['--timeout', ['--timeout', '5'], /--field and --timeout/],
+    ['a URL that is not http(s)', ['--url', 'ftp://127.0.0.1/in'], /InvalidWebhookError/],
+    ['--method GET', ['--method', 'GET'], /InvalidWebhookError/],
+    ['--data that is not JSON', ['--data', '{"a":'], /EncryptionError/],
+  ])('when given %s with --queue, then exit code 2 with the reason and nothing is stored', async (_name, extra, reason) => {
+    const base = { '--url': `${server.url}/in`, '--event': 'x.y', '--data': '{"a":1}' } as Record<string, string>;
+    for (let i = 0; i < extra.length; i += 2) base[extra[i]] = extra[i + 1];
+    const result = await run(['send', ...Object.entries(base).flat(), '--queue'], cliEnv);
+
+    expect(result.code).toBe(2);
+    expect(result.err).toMatch(reason);
+    expect(await producer.db.models.WebhookDelivery.count()).toBe(0);
+  });
+
+  it('when PostgreSQL is unreachable, then exit code 1 and the error on stderr', async () => {
+    const closed = `postgres://postgres:postgres@127.0.0.1:${await freePort()}/none`;
+    const result = await run(['send', '--url', `${server.url}/in`, '--event', 'x.y', '--data', '{"a":1}', '--queue'], { ...cliEnv, DATABASE_URL: closed });
+
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.err)).toMatchObject({ error: expect.stringMatching(/Connection/) });
+    expect(result.out).toBe('');
   });
 });

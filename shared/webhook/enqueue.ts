@@ -1,0 +1,87 @@
+import type Redis from 'ioredis';
+import type { Config } from '../config';
+import { type Database, createDatabase } from '../db';
+import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
+import { createRedis } from '../redis';
+
+/**
+ * How long a new producer's first enqueue waits for Redis, ms. Past it the delivery row is
+ * still written and the api's outbox relay queues it once Redis answers.
+ */
+const FIRST_READY_TIMEOUT_MS = 2_000;
+
+/**
+ * What `WebhookRequest.enqueue()` writes to and queues on: a database (PostgreSQL, where the
+ * delivery row and its secret live) and the producer side of the `webhooks` queue.
+ * `{ db, queue }` from any source fits; the api passes its own.
+ */
+export interface WebhookProducerDeps {
+  db: Database;
+  queue: WebhookQueue;
+  /** Receives a warning when a delivery missed the queue and was left to the outbox relay. */
+  logger?: QueueLogger;
+  /**
+   * Resolves once the queue's connection was ready once, or after a bound; never rejects.
+   * `enqueue()` awaits it, so the first call of a fresh producer does not miss the queue.
+   */
+  ready?: Promise<void>;
+}
+
+/** A producer this module opened; the caller closes it. */
+export interface WebhookProducer extends WebhookProducerDeps {
+  connection: Redis;
+  ready: Promise<void>;
+  /** Closes the queue, then Redis, then the database (reverse order of opening). */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a database pool and a `client`-role Redis connection (commands fail fast while
+ * Redis is away) with the `webhooks` queue on it. Importing this module loads Sequelize and
+ * BullMQ; `WebhookRequest` imports it only when `enqueue()` first runs.
+ *
+ * @param config - DATABASE_URL, REDIS_URL and REDIS_PREFIX as `loadConfig` reads them; the
+ *   prefix must be the worker's
+ * @param logger - receives queue connection errors and enqueue warnings; default: none
+ * @returns the producer; connecting is lazy, and nothing fails until the first enqueue
+ */
+export function createWebhookProducer(
+  config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>,
+  logger?: QueueLogger,
+): WebhookProducer {
+  const db = createDatabase(config.databaseUrl, { poolMax: 5 });
+  const connection = createRedis(config.redisUrl, 'client');
+  // ioredis emits an error per failed reconnect; without a listener each one is printed.
+  connection.on('error', (error) => logger?.warn({ err: error }, 'webhook producer Redis error'));
+  const queue = createWebhookQueue(config, connection, logger);
+  const first = firstReady(connection, FIRST_READY_TIMEOUT_MS);
+  return {
+    db,
+    queue,
+    connection,
+    logger,
+    ready: first.promise,
+    async close() {
+      // A pending wait would hold the process open for the rest of its bound.
+      first.settle();
+      await queue.close();
+      connection.disconnect();
+      await db.close();
+    },
+  };
+}
+
+function firstReady(connection: Redis, timeoutMs: number): { promise: Promise<void>; settle(): void } {
+  let settle = (): void => undefined;
+  const promise = new Promise<void>((resolve) => {
+    if (connection.status === 'ready') return resolve();
+    const timer = setTimeout(() => settle(), timeoutMs);
+    settle = () => {
+      clearTimeout(timer);
+      connection.off('ready', settle);
+      resolve();
+    };
+    connection.once('ready', settle);
+  });
+  return { promise, settle: () => settle() };
+}
