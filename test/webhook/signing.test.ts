@@ -12,6 +12,7 @@ import {
   verifyHex,
   verifyStandard,
 } from '../../shared/webhook';
+import { reasonOf } from './support/reason-of';
 
 // DESIGN §7 golden vectors.
 const LUMINOVA_SECRET = 'your-shared-secret';
@@ -27,15 +28,6 @@ const SW_SIGNATURE = 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=';
 
 function swHeaders(signature: string, timestamp = SW_TIMESTAMP, id = SW_ID): Record<string, string> {
   return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature };
-}
-
-function reasonOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    return `${(error as Error).name}: ${(error as Error).message}`;
-  }
-  return 'no error';
 }
 
 describe('envelope', () => {

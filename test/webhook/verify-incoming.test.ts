@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { EncryptionError, matchesEvent, serializeEnvelope, signedHeaders, verifyIncoming } from '../../shared/webhook';
+import { reasonOf } from './support/reason-of';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const NOW = 1_700_000_000;
@@ -7,15 +8,6 @@ const body = Buffer.from(serializeEnvelope({ user_id: 7 }, { event: 'user.create
 
 function headersFor(bytes: Buffer, timestamp = NOW): Record<string, string> {
   return signedHeaders({ id: 'msg_abc', timestamp, body: bytes, secret: SECRET });
-}
-
-function reasonOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    return `${(error as Error).name}: ${(error as Error).message}`;
-  }
-  return 'no error';
 }
 
 describe('matchesEvent', () => {

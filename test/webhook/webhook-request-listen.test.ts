@@ -1,19 +1,11 @@
 import { EncryptionError, LogicError, WebhookRequest, deriveSecret, serializeEnvelope, signHex } from '../../shared/webhook';
+import { reasonOf } from './support/reason-of';
 
 const SECRET = 'your-shared-secret';
 const GOLDEN_BODY =
   '{"_data":{"status":"OK","user":{"id":42,"email":"user@example.com"}},"_config":{"app.webhook.event":"user.registered","app.webhook.signable":1}}';
 const GOLDEN_SIGNATURE = '7a578c485cdeedd8e4f2ebf78d8e944abd81ef08cacff81f53e4104f539ac9a0';
 const GOLDEN_DATA = { status: 'OK', user: { id: 42, email: 'user@example.com' } };
-
-function reasonOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    return `${(error as Error).name}: ${(error as Error).message}`;
-  }
-  return 'no error';
-}
 
 describe('WebhookRequest.listen / unpack / isSignature', () => {
   it('when the golden webhook arrives as bytes or text, then unpack returns _data', () => {
