@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { QueryTypes } from 'sequelize';
 import { loadConfig } from '../shared/config';
 import { Database, createDatabase } from '../shared/db';
 import { signStandard } from '../shared/webhook/signing';
@@ -7,7 +8,13 @@ import { signStandard } from '../shared/webhook/signing';
 const USAGE = `Usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
   npm run endpoints -- list
-  npm run endpoints -- disable --id ID`;
+  npm run endpoints -- disable --id ID
+  npm run endpoints -- rotate --id ID [--secret S] [--overlap-hours H]`;
+
+/** How long the previous secret keeps signing after a rotation unless --overlap-hours is given (Svix's window). */
+const DEFAULT_OVERLAP_HOURS = 24;
+/** Bound of --overlap-hours: a month is ample for any receiver to deploy its new secret. */
+const MAX_OVERLAP_HOURS = 720;
 
 /** A wrong command line; the message is printed with the usage and the exit code is 2. */
 class UsageError extends Error {
@@ -20,8 +27,10 @@ class UsageError extends Error {
 /**
  * Manages webhook_endpoints (DESIGN §9). Each command prints one JSON line per result on
  * stdout: `add` prints `{"id":..,"secret":".."}` (the secret is `whsec_` + base64 of 32
- * random bytes unless --secret is given), `list` one line per endpoint without its secret,
- * `disable` `{"id":..,"active":false}`. Errors go to stderr with a non-zero exit code.
+ * random bytes unless --secret is given), `list` one line per endpoint without its secrets,
+ * `disable` `{"id":..,"active":false}`, `rotate` `{"id":..,"secret":"<new>",
+ * "previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps signing until then).
+ * Errors go to stderr; a wrong command line exits with 2, any other failure with 1.
  */
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -29,6 +38,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'add') return run((db) => add(db, values));
   if (command === 'list') return run(list);
   if (command === 'disable') return run((db) => disable(db, values));
+  if (command === 'rotate') return rotate(values);
   throw new UsageError(command ? `Unknown command "${command}".` : 'A command is required.');
 }
 
@@ -44,6 +54,7 @@ function parse(args: string[]) {
         secret: { type: 'string' },
         description: { type: 'string' },
         id: { type: 'string' },
+        'overlap-hours': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -76,13 +87,7 @@ async function add(db: Database, values: Values): Promise<void> {
     .split(',')
     .map((event) => event.trim())
     .filter((event) => event !== '');
-  const secret = values.secret ?? `whsec_${randomBytes(32).toString('base64')}`;
-  try {
-    // The worker signs with this secret; refuse one it could not use (whsec_ + bad base64).
-    signStandard('check', 0, '', secret);
-  } catch (error) {
-    throw new UsageError('--secret must be whsec_ followed by base64, or any other non-empty string.', { cause: error });
-  }
+  const secret = secretOption(values.secret);
   const endpoint = await db.models.WebhookEndpoint.create({ url, secret, events, description: values.description ?? null });
   print({ id: endpoint.id, secret });
 }
@@ -97,20 +102,73 @@ async function list(db: Database): Promise<void> {
       active: endpoint.active,
       description: endpoint.description,
       disabledReason: endpoint.disabledReason,
+      previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
     });
   }
 }
 
 async function disable(db: Database, values: Values): Promise<void> {
-  const raw = requireOption(values.id, '--id');
-  if (!/^\d+$/.test(raw)) throw new UsageError(`--id must be a positive integer, got "${raw}".`);
-  const id = Number(raw);
+  const id = idOption(values.id);
   const [count] = await db.models.WebhookEndpoint.update(
     { active: false, disabledReason: 'disabled by an operator' },
     { where: { id } },
   );
   if (count === 0) throw new Error(`No endpoint has id ${id}.`);
   print({ id, active: false });
+}
+
+/**
+ * Makes a new secret current and keeps the old one as `previous_secret` until now + overlap,
+ * in one statement (the right-hand sides of SET read the row as it was). The expiry comes from
+ * the database clock, which is the one the worker compares it with. A second rotation within
+ * the overlap replaces the previous secret: the oldest one stops signing at once.
+ */
+async function rotate(values: Values): Promise<void> {
+  // Check the whole command line before connecting, so a typo never costs a connection.
+  const id = idOption(values.id);
+  const secret = secretOption(values.secret);
+  const overlapHours = overlapOption(values['overlap-hours']);
+  return run(async (db) => {
+    const [row] = await db.sequelize.query<{ id: number; previous_secret_expires_at: Date }>(
+      `UPDATE webhook_endpoints
+          SET previous_secret = secret, secret = $2,
+              previous_secret_expires_at = now() + make_interval(secs => $3), updated_at = now()
+        WHERE id = $1
+        RETURNING id, previous_secret_expires_at`,
+      { bind: [id, secret, overlapHours * 3600], type: QueryTypes.SELECT },
+    );
+    if (!row) throw new Error(`No endpoint has id ${id}.`);
+    print({ id: row.id, secret, previous_secret_expires_at: row.previous_secret_expires_at.toISOString() });
+  });
+}
+
+function idOption(value: string | undefined): number {
+  const raw = requireOption(value, '--id');
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 2 ** 31 - 1) {
+    throw new UsageError(`--id must be a positive integer, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
+/** The given secret, checked, or a fresh `whsec_` + base64 of 32 random bytes. */
+function secretOption(value: string | undefined): string {
+  const secret = value ?? `whsec_${randomBytes(32).toString('base64')}`;
+  try {
+    // The worker signs with this secret; refuse one it could not use (whsec_ + bad base64).
+    signStandard('check', 0, '', secret);
+  } catch (error) {
+    throw new UsageError('--secret must be whsec_ followed by base64, or any other non-empty string.', { cause: error });
+  }
+  return secret;
+}
+
+function overlapOption(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_OVERLAP_HOURS;
+  const hours = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : NaN;
+  if (!(hours <= MAX_OVERLAP_HOURS)) {
+    throw new UsageError(`--overlap-hours must be a number of hours from 0 to ${MAX_OVERLAP_HOURS}, got "${value}".`);
+  }
+  return hours;
 }
 
 function requireOption(value: string | undefined, name: string): string {

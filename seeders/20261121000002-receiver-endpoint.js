@@ -5,11 +5,16 @@ const devDefaults = require('../shared/config/dev-defaults.json');
 /**
  * One endpoint subscribed to every post event, pointing at the receiver's sink
  * (DESIGN §6), so a fresh system shows a signed post event arriving end to end.
+ *
+ * RECEIVER_SECRET may list several secrets, newest first, while the receiver accepts both a
+ * new and an old one; the endpoint is seeded with the first, since the old one is on its way
+ * out. An endpoint that already exists is left alone: rotate it with `npm run endpoints --
+ * rotate`.
  */
 module.exports = {
   async up(queryInterface) {
     const url = process.env.SEED_ENDPOINT_URL || 'http://localhost:3002/webhooks/posts';
-    const secret = process.env.RECEIVER_SECRET || devDefaults.receiverSecret;
+    const secret = (process.env.RECEIVER_SECRET || '').trim().split(/\s+/)[0] || devDefaults.receiverSecret;
     await queryInterface.sequelize.query(
       `INSERT INTO webhook_endpoints (url, secret, events, description)
        SELECT :url, :secret, ARRAY['post.created', 'post.updated', 'post.deleted'], 'receiver sink (seeded)'

@@ -35,7 +35,11 @@ export interface Config {
   outboxRelayIntervalMs: number;
   quotaPeriodS: number;
   uploadDir: string;
-  receiverSecret: string;
+  /**
+   * Secrets the receiver verifies with, newest first (RECEIVER_SECRET, whitespace-separated);
+   * a webhook signed with any one of them is accepted, so a sender's rotation needs no downtime.
+   */
+  receiverSecrets: string[];
   receiverToleranceS: number;
   logLevel: string;
   adminUser?: string;
@@ -77,7 +81,7 @@ const schema = Joi.object({
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(50).default(5000),
   QUOTA_PERIOD_S: Joi.number().integer().min(1).default(86400),
   UPLOAD_DIR: Joi.string().default('./storage/uploads'),
-  RECEIVER_SECRET: Joi.string().min(8),
+  RECEIVER_SECRET: Joi.string().custom(parseSecretList),
   RECEIVER_TOLERANCE_S: Joi.number().integer().min(1).default(300),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   ADMIN_USER: Joi.string(),
@@ -105,10 +109,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
   const production = value.NODE_ENV === 'production';
   const warnings: string[] = [];
   const appKey = secretOrDevDefault('APP_KEY', value.APP_KEY, devDefaults.appKey, production, warnings);
-  const receiverSecret = secretOrDevDefault(
+  const receiverSecrets = secretOrDevDefault(
     'RECEIVER_SECRET',
-    value.RECEIVER_SECRET,
-    devDefaults.receiverSecret,
+    value.RECEIVER_SECRET as string[] | undefined,
+    [devDefaults.receiverSecret],
     production,
     warnings,
   );
@@ -138,7 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     outboxRelayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,
     quotaPeriodS: value.QUOTA_PERIOD_S,
     uploadDir: value.UPLOAD_DIR,
-    receiverSecret,
+    receiverSecrets,
     receiverToleranceS: value.RECEIVER_TOLERANCE_S,
     logLevel: value.LOG_LEVEL,
     adminUser: value.ADMIN_USER,
@@ -154,13 +158,31 @@ function stripEmpty(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
-function secretOrDevDefault(
+const WHSEC_BASE64 = /^whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * RECEIVER_SECRET: one secret, or several separated by whitespace while a sender rotates
+ * (newest first). Each has at least 8 characters; a `whsec_` one must be base64 after the
+ * prefix, or every webhook would fail to verify long after start.
+ */
+function parseSecretList(raw: string): string[] {
+  const secrets = raw.trim().split(/\s+/);
+  for (const secret of secrets) {
+    if (secret.length < 8) throw new Error('every secret needs at least 8 characters');
+    if (secret.startsWith('whsec_') && !WHSEC_BASE64.test(secret)) {
+      throw new Error('a whsec_ secret must be followed by base64');
+    }
+  }
+  return secrets;
+}
+
+function secretOrDevDefault<T>(
   name: string,
-  given: string | undefined,
-  devDefault: string,
+  given: T | undefined,
+  devDefault: T,
   production: boolean,
   warnings: string[],
-): string {
+): T {
   if (given) return given;
   if (production) throw new ConfigError(`Missing environment variable ${name}: required when NODE_ENV=production`);
   warnings.push(`${name} is not set: using the public development default. Never do this in production.`);

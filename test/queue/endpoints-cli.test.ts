@@ -1,19 +1,23 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { Database, createDatabase } from '../../shared/db';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 const CLI = path.resolve(__dirname, '../../dist/scripts/endpoints-cli.js');
 
 describe('endpoints CLI', () => {
   let env: TestEnvironment;
+  let db: Database;
 
   beforeAll(async () => {
     if (!existsSync(CLI)) throw new Error('the CLI is not built: run `npm run build` first');
     env = await createTestEnvironment({}, 'cli');
+    db = createDatabase(env.databaseUrl, { poolMax: 1 });
   });
 
   afterAll(async () => {
+    await db.close();
     await env.cleanup();
   });
 
@@ -42,6 +46,7 @@ describe('endpoints CLI', () => {
       active: true,
       description: 'shop',
       disabledReason: null,
+      previousSecretExpiresAt: null,
     });
   });
 
@@ -56,7 +61,54 @@ describe('endpoints CLI', () => {
     expect(listed.find((endpoint) => endpoint.id === id)).toMatchObject({ active: false, disabledReason: 'disabled by an operator' });
   });
 
+  it('When an endpoint is rotated, then the new whsec_ secret is current and the old one stays previous for 24 hours', async () => {
+    const { id, secret: old } = JSON.parse(cli('add', '--url', 'https://example.com/rotating').stdout);
+    const before = Date.now();
+
+    const rotated = cli('rotate', '--id', String(id));
+
+    expect(rotated.status).toBe(0);
+    expect(rotated.stdout.trim().split('\n')).toHaveLength(1);
+    const output = JSON.parse(rotated.stdout);
+    expect(Object.keys(output)).toEqual(['id', 'secret', 'previous_secret_expires_at']);
+    expect(output.id).toBe(id);
+    expect(output.secret).toMatch(/^whsec_/);
+    expect(output.secret).not.toBe(old);
+    expect(Buffer.from(output.secret.slice(6), 'base64')).toHaveLength(32);
+    expect(output.previous_secret_expires_at).toBe(new Date(output.previous_secret_expires_at).toISOString());
+    const expiresAt = Date.parse(output.previous_secret_expires_at);
+    expect(expiresAt - before).toBeGreaterThan(24 * 3_600_000 - 60_000);
+    expect(expiresAt - Date.now()).toBeLessThan(24 * 3_600_000 + 60_000);
+    const row = await db.models.WebhookEndpoint.findByPk(id, { rejectOnEmpty: true });
+    expect(row.secret).toBe(output.secret);
+    expect(row.previousSecret).toBe(old);
+    expect(row.previousSecretExpiresAt?.toISOString()).toBe(output.previous_secret_expires_at);
+    const listed = cli('list').stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(listed.find((endpoint) => endpoint.id === id)).toMatchObject({ previousSecretExpiresAt: output.previous_secret_expires_at });
+    expect(cli('list').stdout).not.toContain(old);
+  });
+
+  it('When an endpoint is rotated twice with given secrets and overlaps, then only the last old secret is kept, until its overlap ends', async () => {
+    const { id } = JSON.parse(cli('add', '--url', 'https://example.com/rotating-twice', '--secret', 'first-secret').stdout);
+    cli('rotate', '--id', String(id), '--secret', 'second-secret');
+
+    const rotated = cli('rotate', '--id', String(id), '--secret', 'third-secret', '--overlap-hours', '1.5');
+
+    const output = JSON.parse(rotated.stdout);
+    expect(output.secret).toBe('third-secret');
+    expect(Math.abs(Date.parse(output.previous_secret_expires_at) - Date.now() - 5_400_000)).toBeLessThan(60_000);
+    const row = await db.models.WebhookEndpoint.findByPk(id, { rejectOnEmpty: true });
+    expect([row.secret, row.previousSecret]).toEqual(['third-secret', 'second-secret']);
+  });
+
   it.each([
+    [['rotate'], 2, /--id is required/],
+    [['rotate', '--id', '0'], 2, /--id must be a positive integer/],
+    [['rotate', '--id', '1', '--overlap-hours=-1'], 2, /--overlap-hours must be a number of hours from 0 to 720/],
+    [['rotate', '--id', '1', '--overlap-hours', 'soon'], 2, /--overlap-hours/],
+    [['rotate', '--id', '1', '--overlap-hours', '721'], 2, /--overlap-hours/],
+    [['rotate', '--id', '1', '--secret', 'whsec_not base64!'], 2, /--secret must be whsec_ followed by base64/],
+    [['rotate', '--id', '999999'], 1, /No endpoint has id 999999/],
     [['add'], 2, /--url is required/],
     [['add', '--url', 'ftp://example.com'], 2, /http or https/],
     [['add', '--url', 'http://example.com', '--secret', 'whsec_***'], 2, /--secret/],

@@ -23,6 +23,6 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
   await app.register(databasePlugin, { database: deps.database ?? createDatabase(config.databaseUrl) });
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics('receiver') });
   await app.register(healthRoutes, { checks: { database: () => app.db.ping() } });
-  await app.register(webhookRoutes, { prefix: '/webhooks', secret: config.receiverSecret, toleranceS: config.receiverToleranceS });
+  await app.register(webhookRoutes, { prefix: '/webhooks', secrets: config.receiverSecrets, toleranceS: config.receiverToleranceS });
   return app;
 }

@@ -2,7 +2,7 @@ import { QueryTypes, Sequelize } from 'sequelize';
 import type { DeliveryStatus } from '../../../shared/db';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
 
-/** A delivery claimed for one attempt, with its endpoint's current secret. */
+/** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
 export interface ClaimedDelivery {
   id: string;
   endpointId: number | null;
@@ -16,6 +16,8 @@ export interface ClaimedDelivery {
   /** Attempts recorded so far; this one is number `attempts + 1`. */
   attempts: number;
   endpointSecret: string | null;
+  /** The endpoint's secret before its last rotation, while its overlap lasts; else null. */
+  endpointPreviousSecret: string | null;
   endpointActive: boolean | null;
 }
 
@@ -63,6 +65,7 @@ interface ClaimRow {
   signature_header: string;
   attempts: number;
   endpoint_secret: string | null;
+  endpoint_previous_secret: string | null;
   endpoint_active: boolean | null;
 }
 
@@ -73,7 +76,8 @@ const CLAIM_SQL = `
        AND ($2 OR next_attempt_at IS NULL OR next_attempt_at <= now() + interval '1 second')
     RETURNING id, endpoint_id, url, method, body, headers, secret, algo, signature_header, attempts
   )
-  SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active
+  SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active,
+         CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
     FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`;
 
 // Data-modifying CTEs always run, so the attempt, the endpoint and the delivery change in one
@@ -112,6 +116,7 @@ export function createDeliveryStore(sequelize: Sequelize): DeliveryStore {
         signatureHeader: row.signature_header,
         attempts: row.attempts,
         endpointSecret: row.endpoint_secret,
+        endpointPreviousSecret: row.endpoint_previous_secret,
         endpointActive: row.endpoint_active,
       };
     },

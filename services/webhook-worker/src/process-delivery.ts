@@ -117,12 +117,19 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   };
 }
 
+/**
+ * The caller's own headers plus the signature set. While the endpoint's secret rotates, the
+ * previous secret adds a second `v1` entry after the current one's (Standard Webhooks lets a
+ * receiver accept any listed signature); X-Signature has room for one, so it uses the current
+ * secret. A delivery given its own secret is not the endpoint's to rotate.
+ */
 function buildHeaders(
   delivery: ClaimedDelivery,
   body: Buffer,
   config: Pick<Config, 'appKey' | 'webhookSalt'>,
 ): Record<string, string> {
   const secret = delivery.secret ?? delivery.endpointSecret ?? deriveSecret(config.appKey, config.webhookSalt, delivery.algo);
+  const previous = delivery.secret === null ? delivery.endpointPreviousSecret : null;
   const reserved = delivery.signatureHeader.toLowerCase();
   const own: Record<string, string> = {};
   for (const [name, value] of Object.entries(delivery.headers ?? {})) {
@@ -136,6 +143,7 @@ function buildHeaders(
       timestamp: Math.floor(Date.now() / 1000),
       body,
       secret,
+      additionalSecrets: previous && previous !== secret ? [previous] : [],
       algo: delivery.algo,
       signatureHeader: delivery.signatureHeader,
     }),

@@ -6,6 +6,10 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare url: string;
   /** `whsec_` + base64 of random bytes, unless the operator gave one. */
   declare secret: string;
+  /** The secret before the last rotation; deliveries are also signed with it until it expires. */
+  declare previousSecret: CreationOptional<string | null>;
+  /** When the worker stops signing with `previousSecret`; null exactly when it is null. */
+  declare previousSecretExpiresAt: CreationOptional<Date | null>;
   declare events: CreationOptional<string[]>;
   declare active: CreationOptional<boolean>;
   declare description: string | null;
@@ -20,6 +24,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         id: { type: DataTypes.INTEGER, primaryKey: true, autoIncrement: true },
         url: { type: DataTypes.TEXT, allowNull: false },
         secret: { type: DataTypes.TEXT, allowNull: false },
+        previousSecret: { type: DataTypes.TEXT, allowNull: true },
+        previousSecretExpiresAt: { type: DataTypes.DATE, allowNull: true },
         events: { type: DataTypes.ARRAY(DataTypes.TEXT), allowNull: false, defaultValue: [] },
         active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
         description: { type: DataTypes.TEXT, allowNull: true },

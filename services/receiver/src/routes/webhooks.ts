@@ -5,8 +5,8 @@ import { applyUserEvent } from '../handlers/user-events';
 import { processOnce } from '../inbox';
 
 export interface WebhookRoutesOptions {
-  /** The secret senders sign with (RECEIVER_SECRET). */
-  secret: string;
+  /** The secrets senders may sign with (RECEIVER_SECRET): any one of them verifies a webhook. */
+  secrets: readonly string[];
   /** Standard Webhooks timestamp window, seconds (RECEIVER_TOLERANCE_S). */
   toleranceS: number;
 }
@@ -20,7 +20,7 @@ const SERVER_ERROR = { status: 'ERROR', message: 'Server error' } as const;
  * 200 `{"status":"OK","message":"Accepted"}`. Every failure, a bad signature included, is the
  * spec's 500 `{"status":"ERROR","message":"Server error"}`; the reason is logged, never echoed.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { secret, toleranceS }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { secrets, toleranceS }) => {
   await app.register(webhookRawBody);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -31,7 +31,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     return reply.code(500).send(SERVER_ERROR);
   });
 
-  app.post('/users', { preHandler: verifyWebhook({ secret, toleranceS, event: 'user.*' }) }, async (request, reply) => {
+  app.post('/users', { preHandler: verifyWebhook({ secret: secrets, toleranceS, event: 'user.*' }) }, async (request, reply) => {
     const webhook = request.webhook as VerifiedWebhook;
     let result: 'applied' | 'ignored' = 'ignored';
     const outcome = await processOnce(app.db.sequelize, { webhookId: webhook.id, topic: 'users', event: webhook.event }, async (transaction) => {
@@ -42,7 +42,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   });
 
   // The sink for the api's post events: verified, deduped and logged; nothing else to apply.
-  app.post('/posts', { preHandler: verifyWebhook({ secret, toleranceS, event: 'post.*' }) }, async (request, reply) => {
+  app.post('/posts', { preHandler: verifyWebhook({ secret: secrets, toleranceS, event: 'post.*' }) }, async (request, reply) => {
     const webhook = request.webhook as VerifiedWebhook;
     const outcome = await processOnce(app.db.sequelize, { webhookId: webhook.id, topic: 'posts', event: webhook.event }, async () => {});
     const pid = typeof webhook.data === 'object' && webhook.data !== null ? (webhook.data as { pid?: unknown }).pid : undefined;
