@@ -160,6 +160,32 @@ describe('receiver: accepted webhooks', () => {
     expect(await userRow(user.user_id)).toMatchObject({ api_token_hash: null });
   });
 
+  it('when user.registered carries the Luminova shape {status, user:{id, email}} (the DESIGN vector), then the user is created, named by the email', async () => {
+    const id = 42;
+    const body = serializeEnvelope({ status: 'OK', user: { id, email: 'user@example.com' } }, { event: 'user.registered', signable: true });
+    const xSignature = createHmac('sha256', SECRET).update(body).digest('hex');
+
+    const answer = await post('/webhooks/users', { body, headers: { 'Content-Type': 'application/json', 'X-Signature': xSignature } });
+
+    expect(answer).toEqual({ status: 200, json: ACCEPTED });
+    expect(await userRow(id)).toEqual({ user_name: 'user@example.com', user_email: 'user@example.com', api_token_hash: null, quota_limit: 0 });
+  });
+
+  it('when user.updated gives only some fields, under their column names, then only those change', async () => {
+    const user = newUser({ quota_limit: 7 });
+    await post('/webhooks/users', signed('user.created', user));
+
+    const answer = await post('/webhooks/users', signed('user.updated', { id: user.user_id, user_name: 'Only Renamed', token: 'a-token-given-by-update-0001' }));
+
+    expect(answer).toEqual({ status: 200, json: ACCEPTED });
+    expect(await userRow(user.user_id)).toEqual({
+      user_name: 'Only Renamed',
+      user_email: user.email,
+      api_token_hash: sha256('a-token-given-by-update-0001'),
+      quota_limit: 7,
+    });
+  });
+
   it('when user.deleted arrives, then the user is gone; an unknown user.* event is acknowledged and changes nothing', async () => {
     const user = newUser();
     await post('/webhooks/users', signed('user.created', user));
@@ -211,6 +237,7 @@ describe('receiver: refused webhooks answer the clean 500 and change nothing', (
       return { body, headers: signedHeaders({ id: newWebhookId(), timestamp: Math.floor(Date.now() / 1000), body, secret: SECRET }) };
     }],
     ['a user_id out of range', '/webhooks/users', () => signed('user.created', newUser({ user_id: 100000 }))],
+    ['a new user without an email', '/webhooks/users', () => signed('user.created', { user_id: 49999, name: 'No Email' })],
     ['a signed body that is not JSON', '/webhooks/users', () => {
       const body = '{"_data":';
       return { body, headers: signedHeaders({ id: newWebhookId(), timestamp: Math.floor(Date.now() / 1000), body, secret: SECRET }) };

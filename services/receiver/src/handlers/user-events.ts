@@ -5,37 +5,42 @@ import type { Sequelize, Transaction } from 'sequelize';
 /** Events that create or update a user (upsert by user_id). */
 const UPSERT_EVENTS = new Set(['user.created', 'user.registered', 'user.updated']);
 
-interface UpsertInput {
+/** A user event's `_data`, normalised from the shapes senders use (see {@link normaliseUser}). */
+interface UserInput {
   user_id: number;
-  name: string;
-  email: string;
+  name?: string;
+  email?: string;
   token?: string | null;
   quota_limit?: number;
 }
 
-/** `_data` of user.created / user.registered / user.updated; other keys are ignored. */
-const upsertSchema = Joi.object<UpsertInput>({
+const userSchema = Joi.object<UserInput>({
   user_id: Joi.number().integer().min(1).max(99999).required(),
-  name: Joi.string().trim().min(1).max(255).required(),
-  email: Joi.string().trim().email({ tlds: false }).max(320).required(),
+  name: Joi.string().trim().min(1).max(255),
+  email: Joi.string().trim().email({ tlds: false }).max(320),
   token: Joi.string().min(16).max(512).allow(null),
   quota_limit: Joi.number().integer().min(0),
-}).unknown(true);
+});
 
-/** `_data` of user.deleted. */
-const deleteSchema = Joi.object<{ user_id: number }>({
-  user_id: Joi.number().integer().min(1).max(99999).required(),
-}).unknown(true);
+// Only the given fields change; a given token (null included) replaces the stored hash.
+const UPDATE_SQL = `
+  UPDATE users SET
+    user_name = COALESCE(:name, user_name),
+    user_email = COALESCE(:email, user_email),
+    api_token_hash = CASE WHEN :tokenGiven THEN :tokenHash ELSE api_token_hash END,
+    quota_limit = COALESCE(:quotaLimit, quota_limit),
+    updated_at = now()
+  WHERE user_id = :userId`;
 
-// A missing token or quota_limit keeps the stored value; a given one (token null included) replaces it.
-const UPSERT_SQL = `
+// A new user; a concurrent insert of the same id turns into the update above.
+const INSERT_SQL = `
   INSERT INTO users (user_id, user_name, user_email, api_token_hash, quota_limit)
   VALUES (:userId, :name, :email, :tokenHash, COALESCE(:quotaLimit, 0))
   ON CONFLICT (user_id) DO UPDATE SET
     user_name = EXCLUDED.user_name,
     user_email = EXCLUDED.user_email,
     api_token_hash = CASE WHEN :tokenGiven THEN EXCLUDED.api_token_hash ELSE users.api_token_hash END,
-    quota_limit = CASE WHEN :quotaGiven THEN EXCLUDED.quota_limit ELSE users.quota_limit END,
+    quota_limit = CASE WHEN :quotaLimit IS NULL THEN users.quota_limit ELSE EXCLUDED.quota_limit END,
     updated_at = now()`;
 
 /** A verified user event whose `_data` has the wrong shape; answered like any failure (500, logged). */
@@ -48,16 +53,20 @@ export class UserEventError extends Error {
 
 /**
  * Applies one verified user event to `users` inside the inbox transaction.
- * - `user.created`, `user.registered`, `user.updated`: upsert by `user_id` with
- *   `{user_id, name, email, token?, quota_limit?}`. A given `token` is stored only as its
- *   sha256 hex (the api's bearer token); `token: null` revokes it; a missing token or
- *   quota_limit leaves the stored value alone (0 = unlimited for a new user).
- * - `user.deleted`: `{user_id}`; the user's posts go with it (ON DELETE CASCADE). Deleting an
- *   unknown user is not an error.
+ * - `user.created`, `user.registered`, `user.updated`: upsert by user id. `_data` is
+ *   `{user_id, name?, email?, token?, quota_limit?}`, or the same under a `user` key (the
+ *   shape of Luminova's examples and DESIGN §7's vector: `{"status":"OK","user":{"id":42,
+ *   "email":".."}}`); `id`/`userId`, `user_name`/`userName`, `user_email`/`userEmail` and
+ *   `quotaLimit` are accepted too. An existing user changes only in the fields given; a new
+ *   one needs an email and is named by it when no name is given. A given `token` is stored
+ *   only as its sha256 hex (the api's bearer token); `token: null` revokes it.
+ * - `user.deleted`: the same id forms; the user's posts go with it (ON DELETE CASCADE).
+ *   Deleting an unknown user is not an error.
  *
  * @returns `applied`, or `ignored` for any other `user.*` event
- * @throws UserEventError when `_data` does not match the event's shape; database errors (such
- *   as an e-mail address another user already has) as they come
+ * @throws UserEventError when `_data` has no valid user id or a field of the wrong type, or a
+ *   new user has no email; database errors (such as an e-mail address another user already
+ *   has) as they come
  */
 export async function applyUserEvent(
   sequelize: Sequelize,
@@ -65,30 +74,51 @@ export async function applyUserEvent(
   data: unknown,
   transaction: Transaction,
 ): Promise<'applied' | 'ignored'> {
+  if (event === null || (event !== 'user.deleted' && !UPSERT_EVENTS.has(event))) return 'ignored';
+  const input = validate(normaliseUser(data), event);
   if (event === 'user.deleted') {
-    const { user_id: userId } = validate(deleteSchema, data, event);
-    await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId }, transaction });
+    await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId: input.user_id }, transaction });
     return 'applied';
   }
-  if (event === null || !UPSERT_EVENTS.has(event)) return 'ignored';
-  const input = validate(upsertSchema, data, event);
-  await sequelize.query(UPSERT_SQL, {
-    replacements: {
-      userId: input.user_id,
-      name: input.name,
-      email: input.email,
-      tokenHash: typeof input.token === 'string' ? sha256(input.token) : null,
-      tokenGiven: input.token !== undefined,
-      quotaLimit: input.quota_limit ?? null,
-      quotaGiven: input.quota_limit !== undefined,
-    },
-    transaction,
-  });
+  const replacements = {
+    userId: input.user_id,
+    name: input.name ?? null,
+    email: input.email ?? null,
+    tokenHash: typeof input.token === 'string' ? sha256(input.token) : null,
+    tokenGiven: input.token !== undefined,
+    quotaLimit: input.quota_limit ?? null,
+  };
+  const [, updated] = await sequelize.query(UPDATE_SQL, { replacements, transaction });
+  if ((updated as { rowCount?: number }).rowCount === 1) return 'applied';
+  if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
+  await sequelize.query(INSERT_SQL, { replacements: { ...replacements, name: input.name ?? input.email }, transaction });
   return 'applied';
 }
 
-function validate<T>(schema: Joi.ObjectSchema<T>, data: unknown, event: string): T {
-  const { value, error } = schema.validate(data);
+/**
+ * Maps the field names senders use onto ours; the first name present wins. Anything that is
+ * not an object passes through unchanged, for the schema to refuse.
+ */
+function normaliseUser(data: unknown): unknown {
+  if (!isRecord(data)) return data;
+  const source = isRecord(data.user) ? data.user : data;
+  const pick = (...keys: string[]) => keys.map((key) => source[key]).find((value) => value !== undefined);
+  const fields = {
+    user_id: pick('user_id', 'id', 'userId'),
+    name: pick('name', 'user_name', 'userName'),
+    email: pick('email', 'user_email', 'userEmail'),
+    token: pick('token'),
+    quota_limit: pick('quota_limit', 'quotaLimit'),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function validate(data: unknown, event: string): UserInput {
+  const { value, error } = userSchema.validate(data);
   if (error) throw new UserEventError(`Invalid ${event} payload: ${error.message}`, { cause: error });
   return value;
 }
