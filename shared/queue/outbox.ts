@@ -1,6 +1,6 @@
 import { QueryTypes, Transaction } from 'sequelize';
 import type { Database } from '../db';
-import { newWebhookId, serializeEnvelope } from '../webhook/signing';
+import { serializeEnvelope } from '../webhook/signing';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -38,7 +38,8 @@ export interface Outbox {
    * endpoint with no events takes every event), inside the caller's transaction, so the
    * rows commit or roll back with the post change. The body is the DESIGN §7 envelope
    * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`,
-   * serialised once. After commit the rows are added to the queue and marked
+   * serialised once. The rows belong to `data.user_id` (the post's owner) when that user
+   * exists, so the owner can read and redeliver them. After commit the rows are added to the queue and marked
    * `enqueued_at`; when Redis is away that is logged and left to the relay, and the
    * caller's commit still succeeds.
    *
@@ -143,19 +144,23 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   return {
     async record(transaction, event, data) {
-      const endpoints = await sequelize.query<{ id: number; url: string }>(
-        `SELECT id, url FROM webhook_endpoints
-          WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events)) ORDER BY id`,
-        { bind: [event], type: QueryTypes.SELECT, transaction },
-      );
-      if (endpoints.length === 0) return;
       const body = serializeEnvelope(data, { event, signable: true });
-      const ids = endpoints.map(() => newWebhookId());
-      await sequelize.query(
-        `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body)
-         SELECT unnest($1::text[]), unnest($2::int[]), unnest($3::text[]), $4, $5`,
-        { bind: [ids, endpoints.map((e) => e.id), endpoints.map((e) => e.url), event, body], transaction },
+      const owner = (data as { user_id?: unknown }).user_id;
+      // One round trip inside the post's transaction: the ids are drawn by PostgreSQL in the
+      // newWebhookId() format (msg_ + 22 base64url characters of a random UUID's 16 bytes).
+      // The post's owner owns the deliveries, so they can read and redeliver them over HTTP.
+      const rows = await sequelize.query<{ id: string }>(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
+         SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
+                id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3)
+           FROM webhook_endpoints
+          WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events))
+          ORDER BY id
+         RETURNING id`,
+        { bind: [event, body, typeof owner === 'number' ? owner : null], type: QueryTypes.SELECT, transaction },
       );
+      if (rows.length === 0) return;
+      const ids = rows.map((row) => row.id);
       transaction.afterCommit(() => enqueueCommitted(ids));
     },
 

@@ -4,7 +4,7 @@ import { buildApp } from '../../services/api/src/app';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { TestUser, createUser } from '../support/factories';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, createProducer, eventually, startWorker } from '../worker/support/harness';
+import { Producer, addEndpoint, createProducer, eventually, startWorker } from '../worker/support/harness';
 
 interface Answer {
   statusCode: number;
@@ -147,5 +147,29 @@ describe('webhook routes', () => {
       return got.json().status === 'succeeded' && got.json();
     });
     expect(view.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 500, 200]);
+  });
+
+  it("When a user's post produces a post event, then that user can read and redeliver its delivery; others cannot", async () => {
+    const endpoint = await addEndpoint(producer.db, `${receiver.url}/posts`, { events: ['post.created'] });
+    try {
+      const created = await post('/api/v1/posts/create', { title: 'Owned event', body: 'text', userId: alice.user.userId });
+      expect(created.statusCode).toBe(200);
+      const [request] = await receiver.waitForRequests(1);
+      const id = request.headers['webhook-id'] as string;
+
+      const view = await eventually(async () => {
+        const got = await get(`/api/v1/webhooks/${id}`);
+        return got.json().status === 'succeeded' && got;
+      });
+      expect(view.json()).toMatchObject({ id, event: 'post.created', status: 'succeeded', attempts: [{ number: 1, statusCode: 200 }] });
+      expect((await get(`/api/v1/webhooks/${id}`, bob)).statusCode).toBe(404);
+
+      const redelivered = await post(`/api/v1/webhooks/${id}/redeliver`);
+      expect(redelivered.statusCode).toBe(202);
+      const [again] = await receiver.waitForRequests(2).then((requests) => requests.slice(1));
+      expect(again.headers['webhook-id']).toBe(id);
+    } finally {
+      await producer.db.models.WebhookEndpoint.update({ active: false }, { where: { id: endpoint.id } });
+    }
   });
 });
