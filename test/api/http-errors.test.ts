@@ -28,10 +28,29 @@ describe('malformed requests and server errors', () => {
       expect(res.json()).toEqual(shape(layout, 400, 'Malformed JSON body.'));
     });
 
-    it('when the JSON body is empty, then it is 400 in the layout shape', async () => {
+    it('when a create has a JSON content type but no body, then it is a create without fields', async () => {
       const res = await post({ 'content-type': 'application/json' }, '');
-      expect(res.statusCode).toBe(400);
-      expect(res.json()).toEqual(shape(layout, 400, 'Request body is empty.'));
+      expect({ status: res.statusCode, body: res.json() }).toEqual(
+        layout === 'a'
+          ? { status: 400, body: { status: 400, message: 'Post title is required.' } }
+          : { status: 200, body: { status: 2011, message: 'Post title is required.' } },
+      );
+    });
+
+    it('when a DELETE carries a JSON content type and no body, as many clients send it, then the post is deleted', async () => {
+      const created = await layouts[layout].request({
+        method: 'POST',
+        url: CREATE[layout],
+        headers: alice.headers,
+        payload: layout === 'a' ? { title: 't', body: 'b', userId: alice.user.userId } : { title: 't', content: 'c' },
+      });
+      const pid = layout === 'a' ? created.json().item.postId : created.json().pid;
+      const url = layout === 'a' ? `/api/v1/posts/delete/${pid}` : `/api/v1/posts/${pid}`;
+
+      const res = await layouts[layout].request({ method: 'DELETE', url, headers: { ...alice.headers, 'content-type': 'application/json' } });
+
+      expect(res.statusCode).toBe(layout === 'a' ? 204 : 200);
+      if (layout === 'b') expect(res.json()).toEqual({ status: 2001, message: 'Post deleted successfully.' });
     });
 
     it('when the content type is not supported, then it is 415 in the layout shape', async () => {

@@ -74,6 +74,14 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
 
   // The API speaks JSON (and forms per layout); a text/plain body is a wrong content type, not a string body.
   app.removeContentTypeParser('text/plain');
+  // Many clients send `Content-Type: application/json` with no body (DELETE above all): that is
+  // no body, not malformed JSON. Anything else goes to Fastify's parser and its poisoning checks.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
   app.decorateRequest('user', null);
   // Echo the id so a client can quote it; it is in every log line of the request.
   app.addHook('onRequest', async (request, reply) => {
