@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
 import { createRedis } from '../../../shared/redis';
 import { buildApp } from './app';
+import { UploadDirectoryError } from './images/errors';
 
 /** The URL with its password masked, for messages. */
 function redact(url: string): string {
@@ -47,7 +48,13 @@ async function main(): Promise<void> {
     fail(`cannot reach PostgreSQL at ${redact(config.databaseUrl)} (DATABASE_URL): ${(err as Error).message}`);
   }
   const redis = createRedis(config.redisUrl, 'client', { commandTimeout: 1_000 });
-  const app = buildApp(config, { database, redis });
+  let app;
+  try {
+    app = buildApp(config, { database, redis });
+  } catch (err) {
+    if (err instanceof UploadDirectoryError) fail(`UPLOAD_DIR: ${err.message}`);
+    throw err;
+  }
   for (const warning of config.warnings) app.log.warn(warning);
   if (!(await redisReady(redis, 3_000))) {
     app.log.warn({ redisUrl: redact(config.redisUrl) }, 'Redis unreachable at start (REDIS_URL): serving without the cache until it answers');

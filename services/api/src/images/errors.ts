@@ -5,3 +5,11 @@ export class UnsupportedImageError extends Error {
     this.name = 'UnsupportedImageError';
   }
 }
+
+/** The upload directory (UPLOAD_DIR) cannot be created or written; found at start-up. */
+export class UploadDirectoryError extends Error {
+  constructor(directory: string, reason: string, options?: { cause?: unknown }) {
+    super(`${directory} is not a writable directory: ${reason}`, options);
+    this.name = 'UploadDirectoryError';
+  }
+}

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { UnsupportedImageError } from './errors';
+import { UnsupportedImageError, UploadDirectoryError } from './errors';
 import { detectImageType } from './image-type';
 
 /** Uploaded post images on disk, served by Layout A at /cdn/<name>. */
@@ -19,10 +19,18 @@ export interface ImageStore {
   remove(name: string): Promise<void>;
 }
 
-/** Creates the store and its directory (UPLOAD_DIR) if needed. */
+/**
+ * Creates the store and its directory (UPLOAD_DIR) if needed.
+ *
+ * @throws UploadDirectoryError when the directory cannot be created or is not writable
+ */
 export function createImageStore(uploadDir: string): ImageStore {
   const directory = path.resolve(uploadDir);
-  mkdirSync(directory, { recursive: true });
+  try {
+    ensureWritableDirectory(directory);
+  } catch (error) {
+    throw new UploadDirectoryError(directory, (error as Error).message, { cause: error });
+  }
   return {
     directory,
     async save(bytes) {
@@ -39,4 +47,23 @@ export function createImageStore(uploadDir: string): ImageStore {
       });
     },
   };
+}
+
+/**
+ * Creates the missing directories one level at a time: Node's recursive mkdir never returns
+ * on some filesystems (e.g. under /proc), and a start-up must fail, not hang.
+ */
+function ensureWritableDirectory(directory: string): void {
+  const missing: string[] = [];
+  for (let current = directory; ; current = path.dirname(current)) {
+    try {
+      if (!statSync(current).isDirectory()) throw new Error(`${current} is not a directory`);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(current) === current) throw error;
+      missing.unshift(current);
+    }
+  }
+  for (const level of missing) mkdirSync(level);
+  accessSync(directory, constants.W_OK);
 }

@@ -1,0 +1,31 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { UploadDirectoryError } from '../../services/api/src/images/errors';
+import { createImageStore } from '../../services/api/src/images/image-store';
+
+describe('image store directory (UPLOAD_DIR)', () => {
+  let root: string;
+
+  beforeEach(() => {
+    root = mkdtempSync(path.join(tmpdir(), 'image-store-'));
+  });
+
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('when the directory and its parents are missing, then they are created', () => {
+    const store = createImageStore(path.join(root, 'a', 'b', 'c'));
+    expect(statSync(store.directory).isDirectory()).toBe(true);
+  });
+
+  it('when a path component is a file, then start-up fails with an error naming the directory', () => {
+    writeFileSync(path.join(root, 'file'), 'x');
+    const directory = path.join(root, 'file', 'uploads');
+    expect(() => createImageStore(directory)).toThrow(UploadDirectoryError);
+    expect(() => createImageStore(directory)).toThrow(`${directory} is not a writable directory`);
+  });
+
+  it('when the filesystem refuses the directory, then start-up fails instead of hanging', () => {
+    expect(() => createImageStore('/proc/no-uploads-here')).toThrow(UploadDirectoryError);
+  });
+});
