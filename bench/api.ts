@@ -1,0 +1,212 @@
+import autocannon from 'autocannon';
+import { BenchDatabase, createBenchDatabase, createBenchRedisPrefix, withClient } from './lib/bench-database';
+import { formatNumber, formatSection, Figure, Section } from './lib/report';
+import { Scope, withScope } from './lib/scope';
+import { RunningServer, startApi, startBaselineServer } from './lib/services';
+import { BenchSettings, loadBenchSettings } from './lib/settings';
+
+type Scenario = 'get' | 'list' | 'create';
+
+/** How one server under test is reached for each scenario. */
+interface Target {
+  name: string;
+  start(scope: Scope): Promise<RunningServer>;
+  headers: Record<string, string>;
+  getPath(pid: number): string;
+  listPath: string;
+  createPath: string;
+  createBody: string;
+}
+
+/** One autocannon run's figures. */
+interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  rssBytes: number;
+  /** 2xx answers, warm-up included (to check creates against the rows that appeared). */
+  ok: number;
+  /** Non-2xx answers and connection errors, in the measured run. */
+  failures: number;
+  /** Requests of the measured run. */
+  total: number;
+  /** For create: rows that really appeared in `posts`, warm-up included (Layout B answers HTTP 200 even on failure). */
+  inserted?: number;
+}
+
+/** Above this share of failed requests a figure measures errors, not the server. */
+const MAX_FAILURE_SHARE = 0.01;
+
+const SAMPLE_PIDS = 100;
+
+/**
+ * Requests per second, p50 and p99 latency, and the RSS after the run, of our api in layout
+ * a and layout b beside a minimal Fastify + pg server, for GET one post, list 20 and create.
+ * Each server runs alone (started, warmed up, measured, stopped) against the run's own
+ * database with the same seeded posts.
+ */
+export async function runApiBench(settings: BenchSettings): Promise<Section> {
+  const scope = new Scope();
+  try {
+    const db = await createBenchDatabase(scope, settings.databaseUrl);
+    const redisPrefix = createBenchRedisPrefix(scope, settings.redisUrl);
+    const pids = await seedPosts(db, settings.apiPosts);
+    const bearer = { authorization: `Bearer ${db.token}`, user_id: String(db.userId) };
+    const targets: Target[] = [
+      {
+        name: 'layout a',
+        start: (s) => startApi(s, settings, db.url, `${redisPrefix}_a`, 'a'),
+        headers: bearer,
+        getPath: (pid) => `/api/v1/posts/${pid}`,
+        listPath: '/api/v1/posts?limit=20',
+        createPath: '/api/v1/posts/create',
+        createBody: JSON.stringify({ title: 'Benchmark post', body: POST_BODY, userId: db.userId }),
+      },
+      {
+        name: 'layout b',
+        start: (s) => startApi(s, settings, db.url, `${redisPrefix}_b`, 'b'),
+        headers: bearer,
+        getPath: (pid) => `/api/v1/posts/${pid}`,
+        listPath: '/api/v1/posts?limit=20',
+        createPath: '/api/v1/posts',
+        createBody: JSON.stringify({ title: 'Benchmark post', content: POST_BODY }),
+      },
+      {
+        name: 'baseline',
+        start: (s) => startBaselineServer(s, settings, db.url),
+        headers: {},
+        getPath: (pid) => `/posts/${pid}`,
+        listPath: '/posts?limit=20',
+        createPath: '/posts',
+        createBody: JSON.stringify({ title: 'Benchmark post', content: POST_BODY, userId: db.userId }),
+      },
+    ];
+    const results = new Map<string, Record<Scenario, Measured>>();
+    for (const target of targets) results.set(target.name, await measureTarget(settings, db, target, pids));
+
+    const base = results.get('baseline')!;
+    const figure = (title: string, layout: 'a' | 'b', scenario: Scenario, goal?: number): Figure => {
+      const ours = results.get(`layout ${layout}`)![scenario];
+      return {
+        name: title,
+        unit: 'req/s',
+        ours: ours.rps,
+        problem: problemOf(ours) ?? (problemOf(base[scenario]) && `baseline: ${problemOf(base[scenario])}`),
+        oursDetail: detail(ours),
+        baseline: { name: 'Fastify + pg', value: base[scenario].rps },
+        baselineDetail: detail(base[scenario]),
+        goal,
+      };
+    };
+    return {
+      title: `API (autocannon, ${settings.apiConnections} connections, ${settings.apiDurationS} s per figure)`,
+      figures: [
+        figure('GET one post, layout a (cached)', 'a', 'get', 1.0),
+        figure('GET one post, layout b', 'b', 'get', 0.8),
+        figure('list 20, layout a (cached)', 'a', 'list'),
+        figure('list 20, layout b', 'b', 'list'),
+        figure('create, layout a', 'a', 'create', 0.5),
+        figure('create, layout b', 'b', 'create', 0.5),
+      ],
+      notes: [
+        `${settings.apiPosts} posts seeded; GET one post rotates over ${SAMPLE_PIDS} of them; every figure follows a ${settings.apiWarmupS} s warm-up of the same requests.`,
+        'Our api authenticates every request (bearer token + user_id; Layout A also counts the quota, limit 0 = unlimited) and writes the outbox on create: one webhook endpoint is subscribed, so each create also inserts a delivery row and adds a job to the queue (no worker runs in this section). The baseline does none of this.',
+        'RSS is each server process\'s VmRSS after its three runs; our services log at warn level, the baseline has no logger.',
+      ],
+    };
+  } finally {
+    await scope.close();
+  }
+}
+
+async function measureTarget(settings: BenchSettings, db: BenchDatabase, target: Target, pids: number[]): Promise<Record<Scenario, Measured>> {
+  return withScope(async (scope) => {
+    const server = await target.start(scope);
+    let next = 0;
+    const get: autocannon.RequestSpec = {
+      method: 'GET',
+      setupRequest: (request) => ({ ...request, path: target.getPath(pids[next++ % pids.length]) }),
+    };
+    const list: autocannon.RequestSpec = { method: 'GET', path: target.listPath };
+    const create: autocannon.RequestSpec = {
+      method: 'POST',
+      path: target.createPath,
+      headers: { 'content-type': 'application/json' },
+      body: target.createBody,
+    };
+    const run = async (spec: autocannon.RequestSpec): Promise<Measured> => {
+      const options = { url: server.url, connections: settings.apiConnections, headers: target.headers, requests: [spec] };
+      const warm = await autocannon({ ...options, duration: settings.apiWarmupS });
+      const result = await autocannon({ ...options, duration: settings.apiDurationS });
+      const failures = result.non2xx + result.errors;
+      return {
+        rps: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        rssBytes: server.child.rssBytes(),
+        ok: warm['2xx'] + result['2xx'],
+        failures,
+        total: result['2xx'] + failures,
+      };
+    };
+    const getResult = await run(get);
+    const listResult = await run(list);
+    const before = await countPosts(db);
+    const createResult = await run(create);
+    createResult.inserted = (await countPosts(db)) - before;
+    return { get: getResult, list: listResult, create: createResult };
+  });
+}
+
+function problemOf(measured: Measured): string | undefined {
+  if (measured.total === 0 || measured.failures / measured.total > MAX_FAILURE_SHARE) {
+    return `${formatNumber(measured.failures)} of ${formatNumber(measured.total)} requests failed`;
+  }
+  if (measured.inserted !== undefined && measured.inserted < measured.ok * (1 - MAX_FAILURE_SHARE)) {
+    return `${formatNumber(measured.ok)} creates answered 2xx but ${formatNumber(measured.inserted)} rows appeared`;
+  }
+  return undefined;
+}
+
+function detail(measured: Measured): string {
+  const parts = [`p50 ${measured.p50} ms`, `p99 ${measured.p99} ms`, `RSS ${Math.round(measured.rssBytes / 2 ** 20)} MB`];
+  if (measured.failures > 0) parts.push(`${formatNumber(measured.failures)} non-2xx or errors`);
+  if (measured.inserted !== undefined) parts.push(`${formatNumber(measured.inserted)} rows inserted incl. warm-up`);
+  return parts.join(', ');
+}
+
+const POST_BODY = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(8).trim();
+
+/**
+ * Inserts `count` posts of user 1 (one per second of the past, newest last) and an endpoint
+ * subscribed to every event, and returns a sample of pids for GET.
+ */
+async function seedPosts(db: BenchDatabase, count: number): Promise<number[]> {
+  return withClient(db.url, async (client) => {
+    await client.query(
+      `INSERT INTO posts (post_uuid, user_id, post_title, post_body, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'Post ' || g, $2, now() - g * interval '1 second', now() - g * interval '1 second'
+         FROM generate_series(1, $3::int) AS g`,
+      [db.userId, POST_BODY, count],
+    );
+    // Never contacted: no worker runs here; it makes creates write the outbox as in production.
+    await client.query(`INSERT INTO webhook_endpoints (url, secret) VALUES ('http://127.0.0.1:9/unused', 'whsec_dW51c2VkLWJlbmNoLXNlY3JldA==')`);
+    await client.query('ANALYZE posts');
+    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM posts ORDER BY random() LIMIT $1', [SAMPLE_PIDS]);
+    return rows.map((row) => row.pid);
+  });
+}
+
+async function countPosts(db: BenchDatabase): Promise<number> {
+  return withClient(db.url, async (client) => Number((await client.query('SELECT count(*) AS n FROM posts')).rows[0].n));
+}
+
+if (require.main === module) {
+  runApiBench(loadBenchSettings()).then(
+    (section) => process.stdout.write(formatSection(section)),
+    (error: unknown) => {
+      process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

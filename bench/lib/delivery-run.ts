@@ -1,0 +1,237 @@
+import { Queue } from 'bullmq';
+import { addDeliveryJobs, createWebhookQueue } from '../../shared/queue/webhook-queue';
+import { createRedis } from '../../shared/redis';
+import { serializeEnvelope } from '../../shared/webhook/envelope';
+import type { BareJobData } from '../bare-worker';
+import type { SinkStats } from '../sink-receiver';
+import { BenchDatabase, withClient } from './bench-database';
+import { Child, sleep } from './children';
+import { Sink } from './services';
+import { BenchSettings } from './settings';
+
+/** What one delivery run measured. */
+export interface DeliveryRun {
+  events: number;
+  /** From the first job added to the last webhook received (and, for ours, recorded), seconds. */
+  seconds: number;
+  perSecond: number;
+  sink: SinkStats;
+  /** Runs that record in PostgreSQL only: deliveries recorded as succeeded, and attempt rows written. */
+  succeeded?: number;
+  attempts?: number;
+}
+
+/** A delivery run and what the worker processes spent on it. */
+export interface WorkerMeasurement {
+  run: DeliveryRun;
+  /** Sum of the workers' RSS after the run, bytes. */
+  rssBytes: number;
+  /** CPU time of the worker processes (not PostgreSQL, Redis or the sink) per webhook, ms. */
+  cpuMsPerWebhook: number;
+}
+
+/**
+ * Runs `warm` (unmeasured, so the JIT and the connection pools are warm), then `measured`,
+ * and reads the workers' CPU time around the measured run and their RSS after it.
+ */
+export async function measureWorkers(
+  workers: readonly Child[],
+  warm: () => Promise<unknown>,
+  measured: () => Promise<DeliveryRun>,
+): Promise<WorkerMeasurement> {
+  await warm();
+  const cpu = () => workers.reduce((sum, worker) => sum + worker.cpuSeconds(), 0);
+  const before = cpu();
+  const run = await measured();
+  return {
+    run,
+    rssBytes: workers.reduce((sum, worker) => sum + worker.rssBytes(), 0),
+    cpuMsPerWebhook: ((cpu() - before) * 1000) / run.events,
+  };
+}
+
+/** The figures of a measurement, for the detail column. */
+export function describeMeasurement(measured: WorkerMeasurement): string {
+  const { run } = measured;
+  const parts = [
+    `${run.seconds.toFixed(1)} s`,
+    `worker CPU ${measured.cpuMsPerWebhook.toFixed(2)} ms/webhook`,
+    `RSS ${Math.round(measured.rssBytes / 2 ** 20)} MB`,
+  ];
+  if (run.succeeded !== undefined) parts.push(`${run.succeeded} recorded, ${run.attempts ?? 0} attempts`);
+  if (run.sink.duplicates > 0) parts.push(`${run.sink.duplicates} duplicates`);
+  if (run.sink.badSignatures > 0) parts.push(`${run.sink.badSignatures} bad signatures`);
+  return parts.join(', ');
+}
+
+/** Jobs per `addBulk` call: large enough to be cheap, small enough to stay well inside the producer's 2 s timeout. */
+const ADD_CHUNK = 1_000;
+
+/**
+ * A `post.created` body as the api's outbox writes it (DESIGN §6, §7), about 500 bytes;
+ * every delivery of a run sends these bytes.
+ */
+export const EVENT_BODY = serializeEnvelope(
+  {
+    pid: 100_123,
+    uuid: '0b6f3f4e-6c5a-4d0e-9a38-6f0f3c1d2e4b',
+    user_id: 1,
+    title: 'Benchmark post',
+    content: 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(5).trim(),
+    image: null,
+    created_at: '2026-01-01T00:00:00.000Z',
+    updated_at: '2026-01-01T00:00:00.000Z',
+  },
+  { event: 'post.created', signable: true },
+);
+
+/**
+ * Subscribes an endpoint at `url` to every event, with `secret`, and deactivates every other
+ * endpoint, so the api's outbox writes exactly one delivery per post event.
+ *
+ * @returns the endpoint id
+ */
+export async function subscribeOnly(db: BenchDatabase, url: string, secret: string): Promise<number> {
+  return withClient(db.url, async (client) => {
+    await client.query('UPDATE webhook_endpoints SET active = false');
+    const { rows } = await client.query<{ id: number }>('INSERT INTO webhook_endpoints (url, secret) VALUES ($1, $2) RETURNING id', [url, secret]);
+    return rows[0].id;
+  });
+}
+
+/**
+ * Delivers `events` webhooks through our worker(s), already running on `redisPrefix`: writes
+ * the delivery rows as the outbox does (committed, marked enqueued), then adds their jobs as
+ * the outbox does after commit, and waits until the sink has received every one and the
+ * worker has recorded every one as succeeded.
+ *
+ * @param tag - unique per run; the delivery ids are `msg_<tag>_<n>`
+ * @throws Error when deliveries stop progressing for 60 s
+ */
+export async function deliverThroughOurWorker(
+  settings: BenchSettings,
+  db: BenchDatabase,
+  redisPrefix: string,
+  sink: Sink,
+  endpointId: number,
+  events: number,
+  tag: string,
+): Promise<DeliveryRun> {
+  const ids = await insertDeliveries(db, sink, endpointId, events, tag);
+  await sink.reset();
+  const connection = createRedis(settings.redisUrl, 'client');
+  const queue = createWebhookQueue({ redisPrefix }, connection);
+  try {
+    await queue.waitUntilReady();
+    const started = Date.now();
+    for (let i = 0; i < ids.length; i += ADD_CHUNK) {
+      await addDeliveryJobs(queue, ids.slice(i, i + ADD_CHUNK).map((deliveryId) => ({ deliveryId })));
+    }
+    return await finishRecordedRun(db, sink, tag, events, started);
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+}
+
+/**
+ * Delivers `events` webhooks through the bare BullMQ worker listening on `queueName`, and
+ * waits until the sink has received every one. Without `recorded`, the jobs carry the URL
+ * and body. With it, delivery rows are written first and the jobs carry their ids, for the
+ * bare worker's bookkeeping mode, and the run also waits until every row is recorded.
+ *
+ * @throws Error when deliveries stop progressing for 60 s
+ */
+export async function deliverThroughBareWorker(
+  settings: BenchSettings,
+  redisPrefix: string,
+  queueName: string,
+  sink: Sink,
+  events: number,
+  tag: string,
+  recorded?: { db: BenchDatabase; endpointId: number },
+): Promise<DeliveryRun> {
+  const ids = recorded ? await insertDeliveries(recorded.db, sink, recorded.endpointId, events, tag) : undefined;
+  await sink.reset();
+  const connection = createRedis(settings.redisUrl, 'client');
+  const queue = new Queue<BareJobData>(queueName, { connection, prefix: redisPrefix });
+  try {
+    await queue.waitUntilReady();
+    const data = (i: number): BareJobData => (ids ? { deliveryId: ids[i] } : { url: `${sink.url}/webhooks/posts`, body: EVENT_BODY });
+    const started = Date.now();
+    for (let i = 0; i < events; i += ADD_CHUNK) {
+      const count = Math.min(ADD_CHUNK, events - i);
+      await queue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'deliver', data: data(i + k), opts: { jobId: `${tag}_${i + k}` } })));
+    }
+    if (recorded) return await finishRecordedRun(recorded.db, sink, tag, events, started);
+    const received = await waitForReceipts(sink, events);
+    const seconds = ((received.lastAt ?? 0) - started) / 1000;
+    return { events, seconds, perSecond: events / seconds, sink: received };
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+}
+
+/** Writes `events` pending delivery rows (ids `msg_<tag>_<n>`), as the outbox does, and returns their ids. */
+async function insertDeliveries(db: BenchDatabase, sink: Sink, endpointId: number, events: number, tag: string): Promise<string[]> {
+  const ids = Array.from({ length: events }, (_, i) => `msg_${tag}_${i}`);
+  await withClient(db.url, (client) =>
+    client.query(
+      `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, enqueued_at)
+       SELECT unnest($1::text[]), $2, $3, 'post.created', $4, now()`,
+      [ids, endpointId, `${sink.url}/webhooks/posts`, EVENT_BODY],
+    ),
+  );
+  return ids;
+}
+
+/** Waits for every receipt and every record of a run whose rows are `msg_<tag>_*`; the clock stops at the later of the two. */
+async function finishRecordedRun(db: BenchDatabase, sink: Sink, tag: string, events: number, started: number): Promise<DeliveryRun> {
+  const received = await waitForReceipts(sink, events);
+  const recorded = await waitForRecords(db, tag, events);
+  const seconds = (Math.max(received.lastAt ?? 0, recorded.lastUpdatedAt) - started) / 1000;
+  return { events, seconds, perSecond: events / seconds, sink: received, succeeded: recorded.succeeded, attempts: recorded.attempts };
+}
+
+/** Polls the sink until it has `events` distinct webhooks. */
+export async function waitForReceipts(sink: Sink, events: number): Promise<SinkStats> {
+  let last = -1;
+  let progressAt = Date.now();
+  for (;;) {
+    const stats = await sink.stats();
+    if (stats.received >= events) return stats;
+    if (stats.received !== last) {
+      last = stats.received;
+      progressAt = Date.now();
+    } else if (Date.now() - progressAt > 60_000) {
+      throw new Error(`deliveries stalled at ${stats.received} of ${events} (bad signatures: ${stats.badSignatures})`);
+    }
+    await sleep(100);
+  }
+}
+
+async function waitForRecords(
+  db: BenchDatabase,
+  tag: string,
+  events: number,
+): Promise<{ succeeded: number; attempts: number; lastUpdatedAt: number }> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { rows } = await withClient(db.url, (client) =>
+      client.query<{ succeeded: string; last: Date | null }>(
+        `SELECT count(*) FILTER (WHERE status = 'succeeded') AS succeeded, max(updated_at) AS last
+           FROM webhook_deliveries WHERE id LIKE $1`,
+        [`msg_${tag}_%`],
+      ),
+    );
+    const succeeded = Number(rows[0].succeeded);
+    if (succeeded >= events || Date.now() > deadline) {
+      const attempts = await withClient(db.url, async (client) =>
+        Number((await client.query('SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id LIKE $1', [`msg_${tag}_%`])).rows[0].n),
+      );
+      return { succeeded, attempts, lastUpdatedAt: rows[0].last?.getTime() ?? 0 };
+    }
+    await sleep(100);
+  }
+}

@@ -1,0 +1,73 @@
+/** One measured figure, beside its baseline when it has one. */
+export interface Figure {
+  name: string;
+  /** Unit of `ours` and `baseline`, e.g. `ops/s`, `req/s`, `ms`. */
+  unit: string;
+  ours: number;
+  /** What ours is compared with, measured in the same run. */
+  baseline?: { name: string; value: number };
+  /** An upper bound to read ours against, e.g. bare node:crypto for signing (no goal). */
+  limit?: { name: string; value: number };
+  /** The minimum `ours / baseline` the issue asks for; absent when there is no goal. */
+  goal?: number;
+  /** Why the measurement of ours is not valid (e.g. most requests failed); the goal then counts as not met. */
+  problem?: string;
+  /** Further measurements of ours, e.g. latency percentiles and RSS. */
+  oursDetail?: string;
+  baselineDetail?: string;
+}
+
+/** The figures of one benchmark, and what a reader must know to interpret them. */
+export interface Section {
+  title: string;
+  figures: Figure[];
+  notes: string[];
+}
+
+/** `ours / baseline`, or undefined when there is no baseline. */
+export function ratio(figure: Figure): number | undefined {
+  return figure.baseline && figure.baseline.value > 0 ? figure.ours / figure.baseline.value : undefined;
+}
+
+/** Whether a figure meets its goal: undefined when it has none. */
+export function goalMet(figure: Figure): boolean | undefined {
+  const r = ratio(figure);
+  if (figure.goal === undefined || r === undefined) return undefined;
+  return figure.problem === undefined && r >= figure.goal;
+}
+
+/**
+ * A section as a Markdown table (readable in a terminal and pasted as is into RESULTS.md):
+ * figure, ours, baseline, ratio, goal and whether it is met, and the limit when there is one.
+ */
+export function formatSection(section: Section): string {
+  const lines = [
+    `### ${section.title}`,
+    '',
+    '| figure | ours | baseline | ratio | goal | limit (ours / limit) |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const figure of section.figures) {
+    const r = ratio(figure);
+    const met = goalMet(figure);
+    const ours = `${formatNumber(figure.ours)} ${figure.unit}${figure.oursDetail ? ` (${figure.oursDetail})` : ''}`;
+    const baseline = figure.baseline
+      ? `${figure.baseline.name}: ${formatNumber(figure.baseline.value)} ${figure.unit}${figure.baselineDetail ? ` (${figure.baselineDetail})` : ''}`
+      : '-';
+    const verdict = figure.problem ? `INVALID: ${figure.problem}` : met ? 'MET' : 'NOT MET';
+    const goal = figure.goal === undefined ? (figure.problem ? `INVALID: ${figure.problem}` : '-') : `>= ${figure.goal}x ${verdict}`;
+    const limit = figure.limit
+      ? `${figure.limit.name}: ${formatNumber(figure.limit.value)} (${(figure.ours / figure.limit.value).toFixed(2)}x)`
+      : '-';
+    lines.push(`| ${figure.name} | ${ours} | ${baseline} | ${r === undefined ? '-' : `${r.toFixed(2)}x`} | ${goal} | ${limit} |`);
+  }
+  if (section.notes.length > 0) lines.push('', ...section.notes.map((note) => `- ${note}`));
+  return lines.join('\n') + '\n';
+}
+
+/** Three significant figures, with thousands separators for large values. */
+export function formatNumber(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString('en-US');
+  return Number(value.toPrecision(3)).toString();
+}

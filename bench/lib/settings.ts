@@ -1,0 +1,74 @@
+/** Sizes and targets of one benchmark run, read from the environment (see bench/RESULTS.md). */
+export interface BenchSettings {
+  /** `BENCH_QUICK=1`: smaller defaults for a smoke run of about a minute. */
+  quick: boolean;
+  /** Sections to run, from `BENCH_ONLY` (comma-separated); default all. */
+  only: ReadonlySet<string>;
+  databaseUrl: string;
+  redisUrl: string;
+  signRounds: number;
+  signRoundMs: number;
+  apiConnections: number;
+  apiDurationS: number;
+  apiWarmupS: number;
+  /** Posts seeded before the API runs. */
+  apiPosts: number;
+  /** Webhooks per throughput run (ours and the bare worker each). */
+  events: number;
+  workerConcurrency: number;
+  latencyRate: number;
+  latencyEvents: number;
+  scalingEvents: number;
+  scalingDelayMs: number;
+  /** Worker concurrency of the second scaling run, low enough that the endpoint's delay, not CPU, bounds one worker. */
+  scalingLowConcurrency: number;
+  scalingLowEvents: number;
+  /** When set, every child process runs with `--cpu-prof` and writes its profile here. */
+  cpuProfDir?: string;
+}
+
+/** The sections of a run, in the order `run-all` runs them. */
+export const SECTIONS = ['signing', 'api', 'delivery', 'scaling'] as const;
+
+/**
+ * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
+ * smaller one under `BENCH_QUICK=1`; an explicit variable wins over both.
+ *
+ * @throws Error naming the variable when a value is not a positive number
+ */
+export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSettings {
+  const quick = env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
+  const num = (name: string, full: number, smoke: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return quick ? smoke : full;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`Invalid ${name}: expected a positive number, got "${raw}"`);
+    return value;
+  };
+  const only = new Set((env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+  for (const name of only) {
+    if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`Invalid BENCH_ONLY: unknown section "${name}"`);
+  }
+  const events = num('BENCH_EVENTS', 20_000, 2_000);
+  return {
+    quick,
+    only,
+    databaseUrl: env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    signRounds: num('BENCH_SIGN_ROUNDS', 7, 3),
+    signRoundMs: num('BENCH_SIGN_ROUND_MS', 200, 50),
+    apiConnections: num('BENCH_API_CONNECTIONS', 32, 32),
+    apiDurationS: num('BENCH_API_DURATION_S', 10, 2),
+    apiWarmupS: num('BENCH_API_WARMUP_S', 3, 1),
+    apiPosts: num('BENCH_POSTS', 10_000, 1_000),
+    events,
+    workerConcurrency: num('BENCH_WORKER_CONCURRENCY', 50, 50),
+    latencyRate: num('BENCH_LATENCY_RATE', 500, 500),
+    latencyEvents: num('BENCH_LATENCY_EVENTS', 5_000, 1_000),
+    scalingEvents: num('BENCH_SCALING_EVENTS', events, 2_000),
+    scalingDelayMs: num('BENCH_RECEIVER_DELAY_MS', 20, 20),
+    scalingLowConcurrency: num('BENCH_SCALING_LOW_CONCURRENCY', 5, 5),
+    scalingLowEvents: num('BENCH_SCALING_LOW_EVENTS', 5_000, 1_000),
+    cpuProfDir: env.BENCH_CPU_PROF || undefined,
+  };
+}
