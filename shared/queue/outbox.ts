@@ -39,9 +39,9 @@ export interface Outbox {
    * rows commit or roll back with the post change. The body is the DESIGN §7 envelope
    * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`,
    * serialised once. The rows belong to `data.user_id` (the post's owner) when that user
-   * exists, so the owner can read and redeliver them. After commit the rows are added to the queue and marked
-   * `enqueued_at`; when Redis is away that is logged and left to the relay, and the
-   * caller's commit still succeeds.
+   * exists, so the owner can read and redeliver them. After commit, without holding up the
+   * caller, the rows are added to the queue and marked `enqueued_at`; when Redis is away
+   * that is logged and left to the relay, and the caller's commit still succeeds.
    *
    * @param data - the event data of DESIGN §6 (`pid`, `uuid`, `user_id`, ...)
    * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
@@ -49,7 +49,7 @@ export interface Outbox {
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
   /** Starts the relay timer; safe to run in several api processes at once. */
   startRelay(): void;
-  /** Stops the relay timer and waits for a pass in progress. */
+  /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
   stop(): Promise<void>;
   /**
    * One relay pass: adds pending rows that never reached the queue (`enqueued_at` NULL,
@@ -78,6 +78,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const batchSize = options.batchSize ?? 500;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
+  const inFlight = new Set<Promise<void>>();
 
   async function markEnqueued(ids: string[], transaction?: Transaction): Promise<void> {
     await sequelize.query(
@@ -161,7 +162,12 @@ export function createOutbox(options: OutboxOptions): Outbox {
       );
       if (rows.length === 0) return;
       const ids = rows.map((row) => row.id);
-      transaction.afterCommit(() => enqueueCommitted(ids));
+      // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
+      // awaiting it keeps Redis off the caller's response time. stop() waits for it.
+      transaction.afterCommit(() => {
+        const enqueuing = enqueueCommitted(ids).finally(() => inFlight.delete(enqueuing));
+        inFlight.add(enqueuing);
+      });
     },
 
     startRelay() {
@@ -180,7 +186,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
     async stop() {
       clearInterval(timer);
       timer = undefined;
-      await running;
+      await Promise.all([running, ...inFlight]);
     },
 
     relayOnce,

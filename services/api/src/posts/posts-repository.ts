@@ -23,8 +23,6 @@ export type PidSource = 'sequence' | 'random';
 
 export interface PostPage {
   posts: PostRecord[];
-  /** Number of posts in the table, whatever the page. */
-  total: number;
 }
 
 /** The one posts store both layouts use. Writes are transactional, record a post event and invalidate the cache. */
@@ -32,8 +30,10 @@ export interface PostsRepository {
   /** @throws PostIdsExhaustedError when no free random pid was found */
   create(post: NewPost, pidSource: PidSource): Promise<PostRecord>;
   findById(pid: number): Promise<PostRecord | null>;
-  /** Newest first. */
+  /** Newest first; one page read through the created_at index. */
   list(limit: number, offset: number): Promise<PostPage>;
+  /** Number of posts in the table. */
+  count(): Promise<number>;
   /** Null when the post does not exist or belongs to another user. */
   update(pid: number, ownerId: number, changes: PostChanges): Promise<PostRecord | null>;
   /** The deleted post; null when it does not exist or belongs to another user. */
@@ -100,12 +100,17 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     },
 
     async list(limit, offset) {
-      const found = await sequelize.query<PostRow & { total: string }>(
-        `SELECT ${POST_COLUMNS}, count(*) OVER () AS total FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
+      // No window count here: `count(*) OVER ()` makes PostgreSQL read and sort the whole table per page.
+      const found = await sequelize.query<PostRow>(
+        `SELECT ${POST_COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
         { bind: [limit, offset], type: QueryTypes.SELECT, raw: true },
       );
-      // The window count is absent when the page is empty, which both layouts answer without a total.
-      return { posts: found.map(toPostRecord), total: found.length > 0 ? Number(found[0].total) : 0 };
+      return { posts: found.map(toPostRecord) };
+    },
+
+    async count() {
+      const [row] = await sequelize.query<{ count: string }>('SELECT count(*) AS count FROM posts', { type: QueryTypes.SELECT, raw: true });
+      return Number(row.count);
     },
 
     async update(pid, ownerId, changes) {
