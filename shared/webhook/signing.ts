@@ -38,7 +38,7 @@ export function assertAlgo(algo: string): HmacAlgo {
  * @throws LogicError for an empty secret or an unsupported algorithm
  */
 export function signHex(body: string | Buffer, secret: string, algo: HmacAlgo = 'sha256'): string {
-  return hexDigest(toBytes(body), secret, assertAlgo(algo));
+  return hexDigest(body, secret, assertAlgo(algo));
 }
 
 /**
@@ -50,7 +50,7 @@ export function signHex(body: string | Buffer, secret: string, algo: HmacAlgo = 
  */
 export function verifyHex(body: string | Buffer, secret: string, signature: unknown, algo: HmacAlgo = 'sha256'): boolean {
   const checked = assertAlgo(algo);
-  const expected = Buffer.from(hexDigest(toBytes(body), secret, checked), 'hex');
+  const expected = Buffer.from(hexDigest(body, secret, checked), 'hex');
   if (typeof signature !== 'string') return false;
   const given = signature.trim();
   if (given.length !== HEX_LENGTH[checked] || !/^[0-9a-fA-F]+$/.test(given)) return false;
@@ -68,7 +68,7 @@ export function verifyHex(body: string | Buffer, secret: string, signature: unkn
  */
 export function signStandard(id: string, timestampSeconds: number, body: string | Buffer, secret: string): string {
   assertTimestamp(timestampSeconds);
-  return standardSignature(id, timestampSeconds, toBytes(body), standardKey(secret));
+  return standardSignature(id, timestampSeconds, body, standardKey(secret));
 }
 
 /** Options of {@link verifyStandard}. */
@@ -107,15 +107,21 @@ export function verifyStandard(
   if (now - timestamp > tolerance) throw new EncryptionError('Message timestamp too old.');
   if (timestamp - now > tolerance) throw new EncryptionError('Message timestamp too new.');
 
-  const bytes = toBytes(body);
-  const expected = (typeof secret === 'string' ? [secret] : secret).map((s) =>
-    Buffer.from(standardSignature(id, timestamp, bytes, standardKey(s)).slice(3)),
-  );
-  for (const entry of signatures.split(' ')) {
-    const comma = entry.indexOf(',');
-    if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
-    const given = Buffer.from(entry.slice(comma + 1));
-    if (expected.some((e) => e.length === given.length && timingSafeEqual(e, given))) return { id, timestamp };
+  const expected: Buffer[] = [];
+  for (const one of typeof secret === 'string' ? [secret] : secret) {
+    expected.push(Buffer.from(standardDigest(id, timestamp, body, standardKey(one))));
+  }
+  // A plain scan of the space-separated list: this runs on every webhook a receiver takes.
+  for (let start = 0; start < signatures.length; ) {
+    const space = signatures.indexOf(' ', start);
+    const end = space < 0 ? signatures.length : space;
+    if (signatures.startsWith('v1,', start)) {
+      const given = Buffer.from(signatures.slice(start + 3, end));
+      for (const candidate of expected) {
+        if (candidate.length === given.length && timingSafeEqual(candidate, given)) return { id, timestamp };
+      }
+    }
+    start = end + 1;
   }
   throw new EncryptionError('No matching signature found.');
 }
@@ -139,7 +145,7 @@ export interface SignedHeadersInput {
 /**
  * Every header DESIGN §7 puts on a delivery: `Content-Type: application/json`, the hex
  * signature header, `webhook-id`, `webhook-timestamp` and `webhook-signature`. The body is
- * converted to bytes once and hashed once per HMAC.
+ * hashed as it is (a string as UTF-8, never copied), once per HMAC.
  *
  * @throws LogicError for an empty or badly encoded secret, an unsupported algorithm or a
  *   non-integer timestamp
@@ -147,14 +153,14 @@ export interface SignedHeadersInput {
 export function signedHeaders(input: SignedHeadersInput): Record<string, string> {
   const algo = assertAlgo(input.algo ?? 'sha256');
   assertTimestamp(input.timestamp);
-  const bytes = toBytes(input.body);
+  const { body, id, timestamp } = input;
   const secrets = [input.secret, ...(input.additionalSecrets ?? [])];
   return {
     'Content-Type': 'application/json',
-    [input.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: hexDigest(bytes, input.secret, algo),
-    'webhook-id': input.id,
-    'webhook-timestamp': String(input.timestamp),
-    'webhook-signature': secrets.map((s) => standardSignature(input.id, input.timestamp, bytes, standardKey(s))).join(' '),
+    [input.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: hexDigest(body, input.secret, algo),
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': secrets.map((s) => standardSignature(id, timestamp, body, standardKey(s))).join(' '),
   };
 }
 
@@ -177,16 +183,35 @@ export function newWebhookId(): string {
   return `msg_${randomBytes(16).toString('base64url')}`;
 }
 
-function hexDigest(bytes: Buffer, secret: string, algo: HmacAlgo): string {
+// A string body is hashed as UTF-8 straight from the string: no Buffer copy per signature.
+function hexDigest(body: string | Buffer, secret: string, algo: HmacAlgo): string {
   if (!secret) throw new LogicError('Cannot sign: the secret is empty.');
-  return createHmac(algo, secret).update(bytes).digest('hex');
+  return createHmac(algo, secret).update(body).digest('hex');
 }
 
-function standardSignature(id: string, timestamp: number, bytes: Buffer, key: Buffer): string {
-  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`, 'utf8').update(bytes).digest('base64')}`;
+function standardSignature(id: string, timestamp: number, body: string | Buffer, key: Buffer): string {
+  return `v1,${standardDigest(id, timestamp, body, key)}`;
 }
+
+function standardDigest(id: string, timestamp: number, body: string | Buffer, key: Buffer): string {
+  return createHmac('sha256', key).update(`${id}.${timestamp}.`, 'utf8').update(body).digest('base64');
+}
+
+// Decoded keys by secret: a worker signs with the same few secrets all day, and checking and
+// decoding the base64 each time costs more than a small body's HMAC. Bounded, for safety.
+const KEY_CACHE_LIMIT = 1_000;
+const standardKeys = new Map<string, Buffer>();
 
 function standardKey(secret: string): Buffer {
+  const cached = standardKeys.get(secret);
+  if (cached) return cached;
+  const key = decodeStandardKey(secret);
+  if (standardKeys.size >= KEY_CACHE_LIMIT) standardKeys.clear();
+  standardKeys.set(secret, key);
+  return key;
+}
+
+function decodeStandardKey(secret: string): Buffer {
   if (!secret.startsWith(SECRET_PREFIX)) {
     if (!secret) throw new LogicError('Cannot sign: the secret is empty.');
     return Buffer.from(secret, 'utf8');
@@ -203,14 +228,8 @@ function assertTimestamp(seconds: number): void {
 }
 
 function header(headers: IncomingHeaders, name: string): string | undefined {
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== name) continue;
-    if (Array.isArray(value)) return value.join(' ');
-    return value === undefined ? undefined : String(value);
-  }
-  return undefined;
-}
-
-function toBytes(body: string | Buffer): Buffer {
-  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  // Node and Fastify give lowercase names: look there first, scan only for other sources.
+  const value = name in headers ? headers[name] : Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+  if (Array.isArray(value)) return value.join(' ');
+  return value === undefined ? undefined : String(value);
 }
