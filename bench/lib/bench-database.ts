@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import Redis from 'ioredis';
+import { deleteKeysByPrefix } from '../../shared/redis';
 import { Client } from 'pg';
 import { createDatabase } from '../../shared/db';
 import { createMigrator } from '../../shared/db/migrate';
@@ -70,22 +70,7 @@ export function withDatabase(url: string, database: string): string {
  */
 export function createBenchRedisPrefix(scope: Scope, redisUrl: string): string {
   const prefix = `pwbench${randomBytes(4).toString('hex')}`;
-  scope.add(`redis keys ${prefix}*`, () => deleteRedisPrefix(redisUrl, prefix));
+  scope.add(`redis keys ${prefix}*`, () => deleteKeysByPrefix(redisUrl, prefix));
   return prefix;
 }
 
-/** Deletes every key that starts with `prefix` (SCAN + UNLINK, never KEYS). */
-export async function deleteRedisPrefix(url: string, prefix: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
-  await redis.connect();
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}

@@ -28,3 +28,23 @@ export function createRedis(url: string, role: RedisRole, extra: RedisOptions = 
     ...extra,
   });
 }
+
+/**
+ * Deletes every key that starts with `prefix` (SCAN + UNLINK, never KEYS, so Redis is not
+ * blocked), over a connection of its own that is closed before this resolves. For tests,
+ * benchmarks and operators clearing one system's keys (REDIS_PREFIX).
+ */
+export async function deleteKeysByPrefix(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    // QUIT waits for the server to close; disconnect() would leave a 2 s timer behind.
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}

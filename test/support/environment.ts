@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { Config, loadConfig, ServiceName } from '../../shared/config';
+import { deleteKeysByPrefix } from '../../shared/redis';
 import { testServices, withDatabase } from './services';
 
 /** A test file's own PostgreSQL database (a migrated clone) and Redis key prefix. */
@@ -52,7 +52,7 @@ export async function createTestEnvironment(
     redisPrefix,
     async cleanup() {
       await withAdmin(adminDatabaseUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`));
-      await deleteRedisPrefix(redisUrl, redisPrefix);
+      await deleteKeysByPrefix(redisUrl, redisPrefix);
     },
   };
 }
@@ -64,21 +64,5 @@ async function withAdmin<T>(url: string, work: (admin: Client) => Promise<T>): P
     return await work(admin);
   } finally {
     await admin.end();
-  }
-}
-
-/** Deletes every key that starts with `prefix` (SCAN + UNLINK, never KEYS). */
-export async function deleteRedisPrefix(url: string, prefix: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    // QUIT waits for the server to close; disconnect() would leave a 2 s timer behind.
-    await redis.quit().catch(() => redis.disconnect());
   }
 }

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { deleteRedisPrefix } from './environment';
+import { deleteKeysByPrefix } from '../../shared/redis';
 import { testServices } from './services';
 
 /** Drops every database and Redis key of this run, then stops containers if the setup started any. */
@@ -15,7 +15,7 @@ export default async function globalTeardown(): Promise<void> {
   } finally {
     await admin.end();
   }
-  await deleteRedisPrefix(redisUrl, `t${runId}`);
+  await deleteKeysByPrefix(redisUrl, `t${runId}`);
   const containers = (globalThis as { testContainers?: { stop(): Promise<unknown> }[] }).testContainers ?? [];
   await Promise.all(containers.map((container) => container.stop()));
 }
