@@ -1,4 +1,4 @@
-import { QueryTypes, Transaction } from 'sequelize';
+import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { serializeEnvelope } from '../webhook/signing';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
@@ -145,23 +145,8 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   return {
     async record(transaction, event, data) {
-      const body = serializeEnvelope(data, { event, signable: true });
-      const owner = (data as { user_id?: unknown }).user_id;
-      // One round trip inside the post's transaction: the ids are drawn by PostgreSQL in the
-      // newWebhookId() format (msg_ + 22 base64url characters of a random UUID's 16 bytes).
-      // The post's owner owns the deliveries, so they can read and redeliver them over HTTP.
-      const rows = await sequelize.query<{ id: string }>(
-        `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
-         SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
-                id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3)
-           FROM webhook_endpoints
-          WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events))
-          ORDER BY id
-         RETURNING id`,
-        { bind: [event, body, typeof owner === 'number' ? owner : null], type: QueryTypes.SELECT, transaction },
-      );
-      if (rows.length === 0) return;
-      const ids = rows.map((row) => row.id);
+      const ids = await insertDeliveries(sequelize, transaction, event, data);
+      if (ids.length === 0) return;
       // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
       // awaiting it keeps Redis off the caller's response time. stop() waits for it.
       transaction.afterCommit(() => {
@@ -191,6 +176,40 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
     relayOnce,
   };
+}
+
+/**
+ * The outbox's write without the enqueue: one `webhook_deliveries` row per active endpoint
+ * subscribed to `event`, inside `transaction`, with `enqueued_at` NULL. A process without a
+ * queue (the receiver) records events this way and the api's relay queues them within
+ * OUTBOX_RELAY_INTERVAL_MS; {@link Outbox.record} adds the immediate enqueue after commit.
+ *
+ * @param data - the event data of DESIGN §6; `data.user_id`, when that user exists, owns the rows
+ * @returns the new delivery ids (webhook-ids), none when no endpoint subscribes
+ * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
+ */
+export async function insertDeliveries(
+  sequelize: Sequelize,
+  transaction: Transaction,
+  event: PostEvent,
+  data: object,
+): Promise<string[]> {
+  const body = serializeEnvelope(data, { event, signable: true });
+  const owner = (data as { user_id?: unknown }).user_id;
+  // One round trip inside the caller's transaction: the ids are drawn by PostgreSQL in the
+  // newWebhookId() format (msg_ + 22 base64url characters of a random UUID's 16 bytes).
+  // The post's owner owns the deliveries, so they can read and redeliver them over HTTP.
+  const rows = await sequelize.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
+     SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
+            id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3)
+       FROM webhook_endpoints
+      WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events))
+      ORDER BY id
+     RETURNING id`,
+    { bind: [event, body, typeof owner === 'number' ? owner : null], type: QueryTypes.SELECT, transaction },
+  );
+  return rows.map((row) => row.id);
 }
 
 function toJob(row: PendingRow): DeliveryJob {

@@ -196,6 +196,34 @@ describe('receiver: accepted webhooks', () => {
     expect(await userRow(user.user_id)).toBeUndefined();
   });
 
+  it("when user.deleted removes a user with posts, then each post becomes a post.deleted event in the outbox for the api's relay", async () => {
+    const user = newUser();
+    await post('/webhooks/users', signed('user.created', user));
+    const { rows: posts } = await db.query(
+      `INSERT INTO posts (post_uuid, user_id, post_title, post_body)
+       VALUES (gen_random_uuid(), $1, 'one', 'b'), (gen_random_uuid(), $1, 'two', 'b') RETURNING pid, post_uuid`,
+      [user.user_id],
+    );
+    const { rows: [endpoint] } = await db.query(
+      `INSERT INTO webhook_endpoints (url, secret, events) VALUES ('http://127.0.0.1:9/deleted', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{post.deleted}') RETURNING id`,
+    );
+    try {
+      expect(await post('/webhooks/users', signed('user.deleted', { user_id: user.user_id }))).toEqual({ status: 200, json: ACCEPTED });
+
+      const { rows: deliveries } = await db.query(
+        'SELECT event, body, status, enqueued_at FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY body',
+        [endpoint.id],
+      );
+      const expected = posts
+        .map((p) => serializeEnvelope({ pid: p.pid, uuid: p.post_uuid, user_id: user.user_id }, { event: 'post.deleted', signable: true }))
+        .sort();
+      expect(deliveries).toEqual(expected.map((body) => ({ event: 'post.deleted', body, status: 'pending', enqueued_at: null })));
+      expect((await db.query('SELECT count(*)::int AS n FROM posts WHERE user_id = $1', [user.user_id])).rows[0].n).toBe(0);
+    } finally {
+      await db.query('UPDATE webhook_endpoints SET active = false WHERE id = $1', [endpoint.id]);
+    }
+  });
+
   it('when a post event arrives at the posts sink, then 200 and the inbox records it under posts', async () => {
     const delivery = signed('post.created', { pid: 100001, uuid: '1b4e28ba-2fa1-11d2-883f-0016d3cca427', user_id: 1, title: 'a/b' });
     expect(await post('/webhooks/posts', delivery)).toEqual({ status: 200, json: ACCEPTED });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Joi from 'joi';
-import type { Sequelize, Transaction } from 'sequelize';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import { insertDeliveries } from '../../../../shared/queue/outbox';
 
 /** Events that create or update a user (upsert by user_id). */
 const UPSERT_EVENTS = new Set(['user.created', 'user.registered', 'user.updated']);
@@ -60,8 +61,8 @@ export class UserEventError extends Error {
  *   `quotaLimit` are accepted too. An existing user changes only in the fields given; a new
  *   one needs an email and is named by it when no name is given. A given `token` is stored
  *   only as its sha256 hex (the api's bearer token); `token: null` revokes it.
- * - `user.deleted`: the same id forms; the user's posts go with it (ON DELETE CASCADE).
- *   Deleting an unknown user is not an error.
+ * - `user.deleted`: the same id forms; the user's posts go with it, each recorded as a
+ *   `post.deleted` event in the outbox. Deleting an unknown user is not an error.
  *
  * @returns `applied`, or `ignored` for any other `user.*` event
  * @throws UserEventError when `_data` has no valid user id or a field of the wrong type, or a
@@ -77,7 +78,7 @@ export async function applyUserEvent(
   if (event === null || (event !== 'user.deleted' && !UPSERT_EVENTS.has(event))) return 'ignored';
   const input = validate(normaliseUser(data), event);
   if (event === 'user.deleted') {
-    await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId: input.user_id }, transaction });
+    await deleteUser(sequelize, input.user_id, transaction);
     return 'applied';
   }
   const replacements = {
@@ -93,6 +94,22 @@ export async function applyUserEvent(
   if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
   await sequelize.query(INSERT_SQL, { replacements: { ...replacements, name: input.name ?? input.email }, transaction });
   return 'applied';
+}
+
+/**
+ * Deletes the user's posts one statement ahead of the user, so each becomes a `post.deleted`
+ * event for the subscribers (DESIGN §6) instead of vanishing in a cascade. The rows commit with
+ * the inbox row; the api's outbox relay queues them, since the receiver has no queue.
+ */
+async function deleteUser(sequelize: Sequelize, userId: number, transaction: Transaction): Promise<void> {
+  const posts = await sequelize.query<{ pid: number; post_uuid: string; user_id: number }>(
+    'DELETE FROM posts WHERE user_id = :userId RETURNING pid, post_uuid, user_id',
+    { replacements: { userId }, type: QueryTypes.SELECT, transaction },
+  );
+  for (const post of posts) {
+    await insertDeliveries(sequelize, transaction, 'post.deleted', { pid: post.pid, uuid: post.post_uuid, user_id: post.user_id });
+  }
+  await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId }, transaction });
 }
 
 /**
