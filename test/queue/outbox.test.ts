@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
 import { createRedis } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, silentLogger } from '../worker/support/harness';
+import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, silentLogger } from '../worker/support/harness';
 
 describe('outbox', () => {
   let env: TestEnvironment;
@@ -19,10 +19,7 @@ describe('outbox', () => {
   });
 
   afterEach(async () => {
-    await producer.queue.obliterate({ force: true });
-    await producer.db.models.WebhookDelivery.destroy({ where: {} });
-    await producer.db.models.WebhookEndpoint.destroy({ where: {} });
-    await producer.close();
+    await resetAndClose(producer);
   });
 
   afterAll(async () => {

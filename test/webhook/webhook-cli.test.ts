@@ -6,7 +6,7 @@ import { signHex } from '../../shared/webhook';
 import { type TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ROOT, freePort } from '../support/processes';
 import { type RecordingServer, startRecordingServer } from '../support/recording-server';
-import { type Producer, createProducer, startWorker } from '../worker/support/harness';
+import { createProducer, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
 
 let server: RecordingServer;
 
@@ -90,9 +90,7 @@ describe('npm run webhook -- send --queue', () => {
 
   afterEach(async () => {
     await running.close();
-    await producer.queue.obliterate({ force: true });
-    await producer.db.models.WebhookDelivery.destroy({ where: {} });
-    await producer.close();
+    await resetAndClose(producer);
   });
 
   afterAll(async () => {

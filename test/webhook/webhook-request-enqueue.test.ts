@@ -5,7 +5,7 @@ import { EncryptionError, LogicError, WebhookRequest, deriveSecret, verifyHex } 
 import { createWebhookProducer } from '../../shared/webhook/enqueue';
 import { type TestEnvironment, createTestEnvironment } from '../support/environment';
 import { type RecordedRequest, type RecordingServer, startRecordingServer } from '../support/recording-server';
-import { type Producer, createProducer, eventually, startWorker } from '../worker/support/harness';
+import { createProducer, eventually, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
 
 const VECTOR_BODY =
   '{"_data":{"status":"OK","user":{"id":42,"email":"user@example.com"}},"_config":{"app.webhook.event":"user.registered","app.webhook.signable":1}}';
@@ -29,9 +29,7 @@ describe('WebhookRequest.enqueue()', () => {
 
   afterEach(async () => {
     await running.close();
-    await producer.queue.obliterate({ force: true });
-    await producer.db.models.WebhookDelivery.destroy({ where: {} });
-    await producer.close();
+    await resetAndClose(producer);
     await receiver.close();
   });
 

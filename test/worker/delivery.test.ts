@@ -5,7 +5,7 @@ import { Metrics, createMetrics } from '../../shared/metrics';
 import { enqueueWebhook } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, startWorker } from './support/harness';
+import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
 
 const STANDARD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -28,10 +28,7 @@ describe('webhook worker: delivery', () => {
   afterEach(async () => {
     await running?.close();
     running = undefined;
-    await producer.queue.obliterate({ force: true });
-    await producer.db.models.WebhookDelivery.destroy({ where: {} });
-    await producer.db.models.WebhookEndpoint.destroy({ where: {} });
-    await producer.close();
+    await resetAndClose(producer);
     await receiver.close();
   });
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordedRequest, RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, createProducer, recordEvent, startWorker } from './support/harness';
+import { addEndpoint, createProducer, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
 
 const CLI = path.resolve(__dirname, '../../dist/scripts/endpoints-cli.js');
 const OLD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -30,10 +30,7 @@ describe('webhook worker: secret rotation', () => {
 
   afterEach(async () => {
     await running.close();
-    await producer.queue.obliterate({ force: true });
-    await producer.db.models.WebhookDelivery.destroy({ where: {} });
-    await producer.db.models.WebhookEndpoint.destroy({ where: {} });
-    await producer.close();
+    await resetAndClose(producer);
     await receiver.close();
   });
 

@@ -38,6 +38,17 @@ export function createProducer(config: Config, outboxOptions: { stuckAfterMs?: n
 }
 
 /**
+ * The teardown of a delivery test: empties the queue and the delivery and endpoint tables,
+ * so the next test starts from nothing, then closes the producer's connections.
+ */
+export async function resetAndClose(producer: Producer): Promise<void> {
+  await producer.queue.obliterate({ force: true });
+  await producer.db.models.WebhookDelivery.destroy({ where: {} });
+  await producer.db.models.WebhookEndpoint.destroy({ where: {} });
+  await producer.close();
+}
+
+/**
  * An in-process worker over the producer's database handle, as one worker process holds one.
  */
 export function startWorker(
