@@ -1,3 +1,4 @@
+import type { Sequelize, Transaction } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
@@ -96,13 +97,30 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
     algo,
     signatureHeader: options.signatureHeader ?? 'X-Signature',
   });
-  try {
-    await addDeliveryJobs(deps.queue, [{ deliveryId: id }]);
-    await WebhookDelivery.update({ enqueuedAt: new Date() }, { where: { id } });
-  } catch (error) {
-    deps.logger?.warn({ err: error, deliveryId: id }, 'enqueue failed; the outbox relay will retry');
-  }
+  await queueRecordedDeliveries(deps, [id]);
   return id;
+}
+
+/**
+ * Adds the jobs of delivery rows that are already committed and marks the rows
+ * `enqueued_at`. A failure (Redis away) is logged, not thrown: the rows stay unmarked and the
+ * api's outbox relay adds them later.
+ */
+export async function queueRecordedDeliveries(deps: DeliveryDeps, ids: string[]): Promise<void> {
+  try {
+    await addDeliveryJobs(deps.queue, ids.map((deliveryId) => ({ deliveryId })));
+    await markEnqueued(deps.db.sequelize, ids);
+  } catch (error) {
+    deps.logger?.warn({ err: error, deliveryIds: ids }, 'enqueue failed; the outbox relay will retry');
+  }
+}
+
+/** Sets `enqueued_at` on delivery rows whose jobs are in the queue. */
+export async function markEnqueued(sequelize: Sequelize, ids: string[], transaction?: Transaction): Promise<void> {
+  await sequelize.query('UPDATE webhook_deliveries SET enqueued_at = now(), updated_at = now() WHERE id = ANY($1::text[])', {
+    bind: [ids],
+    transaction,
+  });
 }
 
 /**

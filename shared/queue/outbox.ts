@@ -1,6 +1,7 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { serializeEnvelope } from '../webhook/signing';
+import { markEnqueued, queueRecordedDeliveries } from './deliveries';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -80,22 +81,6 @@ export function createOutbox(options: OutboxOptions): Outbox {
   let running: Promise<unknown> | undefined;
   const inFlight = new Set<Promise<void>>();
 
-  async function markEnqueued(ids: string[], transaction?: Transaction): Promise<void> {
-    await sequelize.query(
-      'UPDATE webhook_deliveries SET enqueued_at = now(), updated_at = now() WHERE id = ANY($1::text[])',
-      { bind: [ids], transaction },
-    );
-  }
-
-  async function enqueueCommitted(ids: string[]): Promise<void> {
-    try {
-      await addDeliveryJobs(queue, ids.map((deliveryId) => ({ deliveryId })));
-      await markEnqueued(ids);
-    } catch (error) {
-      logger.warn({ err: error, deliveryIds: ids }, 'outbox enqueue failed; the relay will retry');
-    }
-  }
-
   async function relayPending(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
       const rows = await sequelize.query<PendingRow>(
@@ -106,7 +91,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
       );
       if (rows.length === 0) return 0;
       await addDeliveryJobs(queue, rows.map(toJob));
-      await markEnqueued(rows.map((row) => row.id), transaction);
+      await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
       return rows.length;
     });
   }
@@ -130,7 +115,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
       await addDeliveryJobs(queue, lost.map(toJob));
       // Touching the live ones too moves them to the back of the sweep order, so one
       // long backlog of waiting jobs never hides a lost row behind it.
-      if (rows.length > 0) await markEnqueued(rows.map((row) => row.id), transaction);
+      if (rows.length > 0) await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
       return lost.length;
     });
   }
@@ -150,7 +135,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
       // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
       // awaiting it keeps Redis off the caller's response time. stop() waits for it.
       transaction.afterCommit(() => {
-        const enqueuing = enqueueCommitted(ids).finally(() => inFlight.delete(enqueuing));
+        const enqueuing = queueRecordedDeliveries({ db, queue, logger }, ids).finally(() => inFlight.delete(enqueuing));
         inFlight.add(enqueuing);
       });
     },
