@@ -48,3 +48,31 @@ export async function deleteKeysByPrefix(url: string, prefix: string): Promise<v
     await redis.quit().catch(() => redis.disconnect());
   }
 }
+
+/** A wait for a connection to become ready; see {@link whenReady}. */
+export interface ReadyWait {
+  /** True once the connection is ready; false after the bound or `cancel()`. Never rejects. */
+  ready: Promise<boolean>;
+  /** Ends the wait at once (false), so a closing process is not held for the rest of the bound. */
+  cancel(): void;
+}
+
+/**
+ * Waits up to `timeoutMs` for the connection's `ready` event; the connection keeps
+ * reconnecting either way.
+ */
+export function whenReady(redis: Redis, timeoutMs: number): ReadyWait {
+  if (redis.status === 'ready') return { ready: Promise.resolve(true), cancel: () => undefined };
+  let finish: (ready: boolean) => void = () => undefined;
+  const ready = new Promise<boolean>((resolve) => {
+    const onReady = () => finish(true);
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    finish = (value) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(value);
+    };
+    redis.once('ready', onReady);
+  });
+  return { ready, cancel: () => finish(false) };
+}

@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import type { Config } from '../config';
 import { type Database, createDatabase } from '../db';
 import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
-import { createRedis } from '../redis';
+import { createRedis, whenReady } from '../redis';
 
 /**
  * How long a new producer's first enqueue waits for Redis, ms. Past it the delivery row is
@@ -54,34 +54,19 @@ export function createWebhookProducer(
   // ioredis emits an error per failed reconnect; without a listener each one is printed.
   connection.on('error', (error) => logger?.warn({ err: error }, 'webhook producer Redis error'));
   const queue = createWebhookQueue(config, connection, logger);
-  const first = firstReady(connection, FIRST_READY_TIMEOUT_MS);
+  const first = whenReady(connection, FIRST_READY_TIMEOUT_MS);
   return {
     db,
     queue,
     connection,
     logger,
-    ready: first.promise,
+    ready: first.ready.then(() => undefined),
     async close() {
       // A pending wait would hold the process open for the rest of its bound.
-      first.settle();
+      first.cancel();
       await queue.close();
       connection.disconnect();
       await db.close();
     },
   };
-}
-
-function firstReady(connection: Redis, timeoutMs: number): { promise: Promise<void>; settle(): void } {
-  let settle = (): void => undefined;
-  const promise = new Promise<void>((resolve) => {
-    if (connection.status === 'ready') return resolve();
-    const timer = setTimeout(() => settle(), timeoutMs);
-    settle = () => {
-      clearTimeout(timer);
-      connection.off('ready', settle);
-      resolve();
-    };
-    connection.once('ready', settle);
-  });
-  return { promise, settle: () => settle() };
 }

@@ -1,8 +1,7 @@
 import closeWithGrace from 'close-with-grace';
-import type Redis from 'ioredis';
 import { ConfigError, loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
-import { createRedis } from '../../../shared/redis';
+import { createRedis, whenReady } from '../../../shared/redis';
 import { buildApp } from './app';
 import { UploadDirectoryError } from './images/errors';
 
@@ -17,18 +16,6 @@ function redact(url: string): string {
 function fail(message: string): never {
   process.stderr.write(`api: ${message}\n`);
   process.exit(1);
-}
-
-/** Resolves true once the connection is ready, false after `ms` milliseconds; it keeps reconnecting either way. */
-function redisReady(redis: Redis, ms: number): Promise<boolean> {
-  if (redis.status === 'ready') return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    redis.once('ready', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
 
 async function main(): Promise<void> {
@@ -56,7 +43,7 @@ async function main(): Promise<void> {
     throw err;
   }
   for (const warning of config.warnings) app.log.warn(warning);
-  if (!(await redisReady(redis, 3_000))) {
+  if (!(await whenReady(redis, 3_000).ready)) {
     app.log.warn({ redisUrl: redact(config.redisUrl) }, 'Redis unreachable at start (REDIS_URL): serving without the cache until it answers');
   }
 
