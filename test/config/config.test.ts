@@ -1,0 +1,58 @@
+import { ConfigError, loadConfig } from '../../shared/config';
+
+describe('configuration (DESIGN §2)', () => {
+  it('when nothing is set, then the DESIGN defaults apply and each dev default secret is warned about', () => {
+    const config = loadConfig({}, 'api');
+
+    expect(config).toMatchObject({
+      databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/posts',
+      redisUrl: 'redis://127.0.0.1:6379',
+      apiLayout: 'a',
+      port: 3000,
+      appUrl: 'http://localhost:3000',
+      webhookSalt: 'app.webhook.salt',
+      webhookTimeoutMs: 15000,
+      webhookRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 36000],
+      webhookBlockPrivate: false,
+      workerConcurrency: 50,
+      quotaPeriodS: 86400,
+      uploadDir: './storage/uploads',
+      receiverToleranceS: 300,
+      logLevel: 'info',
+    });
+    expect(config.warnings).toEqual([expect.stringMatching(/^APP_KEY is not set/), expect.stringMatching(/^RECEIVER_SECRET is not set/)]);
+    expect(loadConfig({}, 'receiver').port).toBe(3002);
+  });
+
+  it.each([
+    ['API_LAYOUT', 'c'],
+    ['PORT', 'eighty'],
+    ['DATABASE_URL', 'mysql://localhost/posts'],
+    ['REDIS_URL', 'not a url'],
+    ['WEBHOOK_RETRY_SCHEDULE', '5,soon'],
+    ['WORKER_CONCURRENCY', '0'],
+    ['LOG_LEVEL', 'loud'],
+  ])('when %s is %j, then start-up fails with an error naming it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^Invalid environment variable ${name}:`));
+  });
+
+  it('when NODE_ENV is production, then APP_KEY and RECEIVER_SECRET are required and the SSRF guard is on', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', RECEIVER_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' })).toThrow(
+      'Missing environment variable APP_KEY',
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', APP_KEY: 'a-production-key-0123456789' })).toThrow(
+      'Missing environment variable RECEIVER_SECRET',
+    );
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      APP_KEY: 'a-production-key-0123456789',
+      RECEIVER_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    });
+    expect(config).toMatchObject({ webhookBlockPrivate: true, warnings: [] });
+  });
+
+  it('when a variable is set but empty, as compose files leave them, then its default applies', () => {
+    expect(loadConfig({ API_LAYOUT: '', PORT: '' }, 'api')).toMatchObject({ apiLayout: 'a', port: 3000 });
+  });
+});
