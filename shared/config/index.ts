@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import Joi from 'joi';
 import devDefaults from './dev-defaults.json';
 
@@ -44,6 +45,31 @@ export interface Config {
   logLevel: string;
   adminUser?: string;
   adminPassword?: string;
+  /**
+   * Hostnames (matched exactly against the URL's host, before resolution) and CIDRs (matched
+   * against the resolved address) that may be private even with the SSRF guard on.
+   */
+  webhookPrivateAllowlist: string[];
+  /** Attempts in flight to one endpoint (ad-hoc: one URL origin) across all workers. */
+  webhookEndpointConcurrency: number;
+  /** Consecutive failed attempts that open an endpoint's circuit. */
+  webhookBreakerFailures: number;
+  /** An endpoint failing with no success for this long is disabled, seconds. */
+  webhookDisableAfterS: number;
+  /** Succeeded deliveries, their attempts and inbox rows older than this are pruned, days. */
+  webhookRetentionDays: number;
+  /** A queued delivery whose job vanished from Redis is queued again within this, ms. */
+  outboxReviveAfterMs: number;
+  /** Requests per minute per principal (per IP before auth); 0 = off. */
+  rateLimitPerMin: number;
+  /** Receiver: accept deliveries carrying only X-Signature (then dedupe every body by its sha256). */
+  receiverAcceptXSignatureOnly: boolean;
+  /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
+  redisClusterNodes: { host: string; port: number }[];
+  /** Seed the fixed development credentials even with NODE_ENV=production. */
+  seedDemo: boolean;
+  /** OTLP/HTTP endpoint for traces; undefined = tracing off. */
+  otelExporterOtlpEndpoint?: string;
   /** Human-readable notes for the log at start, such as dev defaults in use. */
   warnings: string[];
 }
@@ -62,7 +88,7 @@ const schema = Joi.object({
   NODE_ENV: Joi.string().default('development'),
   DATABASE_URL: Joi.string().uri({ scheme: ['postgres', 'postgresql'] }).default('postgres://postgres:postgres@127.0.0.1:5432/posts'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
-  REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.-]+$/).default('pw'),
+  REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.{}-]+$/).default('pw'),
   API_LAYOUT: Joi.string().lowercase().valid('a', 'b').default('a'),
   HOST: Joi.string().default('0.0.0.0'),
   PORT: Joi.number().integer().min(0).max(65535),
@@ -86,6 +112,17 @@ const schema = Joi.object({
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   ADMIN_USER: Joi.string(),
   ADMIN_PASSWORD: Joi.string(),
+  WEBHOOK_PRIVATE_ALLOWLIST: Joi.string().custom(parseAllowlist),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(10),
+  WEBHOOK_BREAKER_FAILURES: Joi.number().integer().min(1).default(5),
+  WEBHOOK_DISABLE_AFTER_S: Joi.number().integer().min(1).default(432000),
+  WEBHOOK_RETENTION_DAYS: Joi.number().integer().min(1).default(30),
+  OUTBOX_REVIVE_AFTER_MS: Joi.number().integer().min(100).default(10000),
+  RATE_LIMIT_PER_MIN: Joi.number().integer().min(0).default(6000),
+  RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
+  REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
+  SEED_DEMO: Joi.boolean().default(false),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
 }).unknown(true);
 
 /** Every environment variable loadConfig reads, for checks that deployment files name no unknown one. */
@@ -117,6 +154,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     warnings,
   );
   const port: number = value.PORT ?? DEFAULT_PORTS[service];
+  const redisClusterNodes: { host: string; port: number }[] = value.REDIS_CLUSTER_NODES ?? [];
+  // BullMQ's scripts touch several keys of a queue at once: in a cluster they must share a slot.
+  if (redisClusterNodes.length > 0 && !/^\{[^{}]+\}$/.test(value.REDIS_PREFIX)) {
+    throw new ConfigError(
+      `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES it must be a hash tag such as {pw}, got ${value.REDIS_PREFIX}`,
+    );
+  }
 
   return {
     nodeEnv: value.NODE_ENV,
@@ -147,6 +191,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     logLevel: value.LOG_LEVEL,
     adminUser: value.ADMIN_USER,
     adminPassword: value.ADMIN_PASSWORD,
+    webhookPrivateAllowlist: value.WEBHOOK_PRIVATE_ALLOWLIST ?? [],
+    webhookEndpointConcurrency: value.WEBHOOK_ENDPOINT_CONCURRENCY,
+    webhookBreakerFailures: value.WEBHOOK_BREAKER_FAILURES,
+    webhookDisableAfterS: value.WEBHOOK_DISABLE_AFTER_S,
+    webhookRetentionDays: value.WEBHOOK_RETENTION_DAYS,
+    outboxReviveAfterMs: value.OUTBOX_REVIVE_AFTER_MS,
+    rateLimitPerMin: value.RATE_LIMIT_PER_MIN,
+    receiverAcceptXSignatureOnly: value.RECEIVER_ACCEPT_X_SIGNATURE_ONLY,
+    redisClusterNodes,
+    seedDemo: value.SEED_DEMO,
+    otelExporterOtlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
     warnings,
   };
 }
@@ -174,6 +229,38 @@ function parseSecretList(raw: string): string[] {
     }
   }
   return secrets;
+}
+
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** WEBHOOK_PRIVATE_ALLOWLIST: comma-separated hostnames and CIDRs (`10.0.0.0/8`, `fd00::/8`). */
+function parseAllowlist(raw: string): string[] {
+  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (entry.includes('/')) {
+      const [address, bits] = entry.split('/');
+      const family = isIP(address);
+      const max = family === 4 ? 32 : 128;
+      if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new Error(`${entry} is not a CIDR`);
+    } else if (!HOSTNAME.test(entry) && isIP(entry) === 0) {
+      throw new Error(`${entry} is neither a hostname nor a CIDR`);
+    }
+  }
+  return entries.map((entry) => entry.toLowerCase());
+}
+
+/** REDIS_CLUSTER_NODES: comma-separated `host:port` seeds. */
+function parseClusterNodes(raw: string): { host: string; port: number }[] {
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const match = /^(.+):(\d{1,5})$/.exec(entry);
+      const port = Number(match?.[2]);
+      if (!match || port < 1 || port > 65535) throw new Error(`${entry} is not host:port`);
+      return { host: match[1].replace(/^\[(.*)\]$/, '$1'), port };
+    });
 }
 
 function secretOrDevDefault<T>(
