@@ -1,0 +1,72 @@
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../errors';
+
+/** The scopes a service key may hold (DESIGN §4); `*` holds them all. */
+export const SCOPES = ['webhooks:send', 'webhooks:read', 'endpoints:read', 'endpoints:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** An end user, authenticated by bearer token and user id. */
+export interface UserPrincipal {
+  kind: 'user';
+  userId: number;
+  /** 0 = unlimited (DESIGN §4). */
+  quotaLimit: number;
+}
+
+/** Another service or an operator, authenticated by an `sk_` service key. */
+export interface ServicePrincipal {
+  kind: 'service';
+  keyId: number;
+  name: string;
+  scopes: readonly string[];
+}
+
+/** Who is calling: set on `request.principal` by the layout's auth hook. */
+export type Principal = UserPrincipal | ServicePrincipal;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth hook on every authenticated route; null elsewhere. */
+    principal: Principal | null;
+  }
+}
+
+/** Whether a service principal holds `scope` (or `*`); always false for a user. */
+export function hasScope(principal: Principal | null, scope: Scope): boolean {
+  return principal?.kind === 'service' && (principal.scopes.includes('*') || principal.scopes.includes(scope));
+}
+
+/**
+ * For routes only service keys may use (DESIGN §4, §6): the key holding `scope`.
+ *
+ * @throws ApiError 403 `A service key with the scope <scope> is required.` for a user token;
+ *   403 `This key lacks the scope <scope>.` for a key without it
+ */
+export function requireServiceScope(request: FastifyRequest, scope: Scope): ServicePrincipal {
+  const principal = currentPrincipal(request);
+  if (principal.kind === 'user') throw new ApiError(403, `A service key with the scope ${scope} is required.`);
+  if (!hasScope(principal, scope)) throw new ApiError(403, `This key lacks the scope ${scope}.`);
+  return principal;
+}
+
+/** What an operations route may see: everything (an operator's key), or one user's own things. */
+export type Visibility = { operator: true } | { operator: false; userId: number };
+
+/**
+ * For routes that operators (a key with `scope`) and users (their own things only) share
+ * (DESIGN §11).
+ *
+ * @throws ApiError 403 `This key lacks the scope <scope>.` for a key without it
+ */
+export function visibilityFor(request: FastifyRequest, scope: Scope): Visibility {
+  const principal = currentPrincipal(request);
+  if (principal.kind === 'user') return { operator: false, userId: principal.userId };
+  if (!hasScope(principal, scope)) throw new ApiError(403, `This key lacks the scope ${scope}.`);
+  return { operator: true };
+}
+
+/** The caller of an authenticated route. */
+export function currentPrincipal(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error(`${request.method} ${request.url}: route is not behind the auth hook`);
+  return request.principal;
+}
