@@ -41,7 +41,8 @@ describe('endpoint secret rotation: schema', () => {
     expect(afterDown).not.toContain('previous_secret');
     expect(afterDown).not.toContain('previous_secret_expires_at');
     expect(afterDown).toContain('secret');
-    expect((await migrator.pending()).map((migration) => migration.name)).toEqual([MIGRATION]);
+    // Undoing to it also undoes every later migration; it is the first to come back.
+    expect((await migrator.pending()).map((migration) => migration.name)[0]).toBe(MIGRATION);
 
     await migrator.up();
 

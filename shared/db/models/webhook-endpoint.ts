@@ -13,6 +13,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare events: CreationOptional<string[]>;
   declare active: CreationOptional<boolean>;
   declare description: string | null;
+  /** The owning user, or null for an operator endpoint (DESIGN §6, ownership). */
+  declare userId: CreationOptional<number | null>;
   /** Why the endpoint was disabled, e.g. the receiver answered 410 Gone. */
   declare disabledReason: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
@@ -29,6 +31,7 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         events: { type: DataTypes.ARRAY(DataTypes.TEXT), allowNull: false, defaultValue: [] },
         active: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: true },
         description: { type: DataTypes.TEXT, allowNull: true },
+        userId: { type: DataTypes.INTEGER, allowNull: true },
         disabledReason: { type: DataTypes.TEXT, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
