@@ -13,6 +13,7 @@ import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
+import { createCredentialStore } from './plugins/credential-store';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -83,6 +84,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     parseJson(request, body as string, done);
   });
   app.decorateRequest('user', null);
+  app.decorateRequest('principal', null);
   app.register(requestTracing);
   // Echo the id so a client can quote it; it is in every log line of the request.
   app.addHook('onRequest', async (request, reply) => {
@@ -119,9 +121,11 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
       setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
     });
   }
+  const credentials = createCredentialStore(database.sequelize, { log: app.log });
   app.register(layout.plugin, {
     prefix: '/api/v1',
     config,
+    credentials,
     posts,
     postReader,
     images,
