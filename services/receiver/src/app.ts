@@ -1,5 +1,4 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import type Redis from 'ioredis';
 import type { Config } from '../../../shared/config';
 import { type Database, createDatabase } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
@@ -7,7 +6,7 @@ import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
 import { insertDeliveries } from '../../../shared/queue/outbox';
-import { createRedis } from '../../../shared/redis';
+import { type RedisClient, createRedis } from '../../../shared/redis';
 import { createImageStore } from '../../api/src/images/image-store';
 import { createPostCache } from '../../api/src/posts/post-cache';
 import { createPostsRepository } from '../../api/src/posts/posts-repository';
@@ -17,8 +16,8 @@ import { webhookRoutes } from './routes/webhooks';
 export interface ReceiverDeps {
   /** An open database; default: one created from `config.databaseUrl`. */
   database?: Database;
-  /** The Redis holding Layout A's cache; default: one from `config.redisUrl`. */
-  redis?: Redis;
+  /** The Redis holding Layout A's cache; default: one from the config (REDIS_URL or REDIS_CLUSTER_NODES). */
+  redis?: RedisClient;
   metrics?: Metrics;
 }
 
@@ -40,7 +39,7 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
   const images = createImageStore(config.uploadDir);
   const app = Fastify({ logger: { level: config.logLevel }, bodyLimit: 1024 * 1024 });
   const database = deps.database ?? createDatabase(config.databaseUrl);
-  const redis = deps.redis ?? createRedis(config.redisUrl, 'client', { commandTimeout: 1_000 });
+  const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
   redis.on('error', (err) => app.log.debug({ err }, 'receiver redis connection error'));
   await app.register(databasePlugin, { database });
   await app.register(redisPlugin, { redis });
