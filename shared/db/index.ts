@@ -1,5 +1,6 @@
 import { Sequelize } from 'sequelize';
 import { Post } from './models/post';
+import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
 import { WebhookAttempt } from './models/webhook-attempt';
 import { WebhookDelivery } from './models/webhook-delivery';
@@ -7,7 +8,7 @@ import { WebhookEndpoint } from './models/webhook-endpoint';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { Post, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
+export { Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
 /** The model classes of one connection; see {@link createDatabase}. */
@@ -18,6 +19,7 @@ export interface Models {
   WebhookDelivery: typeof WebhookDelivery;
   WebhookAttempt: typeof WebhookAttempt;
   WebhookInbox: typeof WebhookInbox;
+  ServiceKey: typeof ServiceKey;
 }
 
 export interface Database {
@@ -61,6 +63,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookDelivery: class extends WebhookDelivery {}.initModel(sequelize),
     WebhookAttempt: class extends WebhookAttempt {}.initModel(sequelize),
     WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
+    ServiceKey: class extends ServiceKey {}.initModel(sequelize),
   };
   return {
     sequelize,
