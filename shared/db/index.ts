@@ -22,6 +22,15 @@ export interface Models {
   ServiceKey: typeof ServiceKey;
 }
 
+export { isDatabaseUnavailable } from './errors';
+
+// While PostgreSQL is unreachable a request must fail in seconds (503, DESIGN §6), not wait
+// for a 30 s pool acquire or an operating system's minutes-long TCP connect.
+/** Bound of one new connection's TCP and start-up handshake, ms. */
+const CONNECT_TIMEOUT_MS = 3_000;
+/** Bound of the wait for a pooled connection, ms (includes connecting). */
+const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
+
 export interface Database {
   sequelize: Sequelize;
   models: Models;
@@ -53,7 +62,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
   const sequelize = new Sequelize(url, {
     dialect: 'postgres',
     logging: options.logging ?? false,
-    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_TIMEOUT_MS },
+    // keepAlive: a PostgreSQL host that vanished is noticed on idle connections too.
+    dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
     define: { underscored: true },
   });
   const models: Models = {
