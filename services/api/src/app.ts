@@ -14,6 +14,7 @@ import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
 import { createCachedCredentialStore } from './plugins/credential-cache';
 import { createCredentialStore } from './plugins/credential-store';
+import { dashboardPlugin } from './plugins/dashboard';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -52,7 +53,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
- * Routes: /health, /ready, /metrics, /docs, /docs/json, the layout at /api/v1 with the
+ * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, the layout at /api/v1 with the
  * webhook routes, in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
@@ -105,6 +106,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   }
   app.register(swaggerPlugin, { layout: config.apiLayout });
   app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) } });
+  app.register(dashboardPlugin);
 
   const images = createImageStore(config.uploadDir);
   const cache = createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log });
