@@ -9,6 +9,7 @@ import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
 import { createRedis, pingRedis, RedisClient } from '../../../shared/redis';
+import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
@@ -86,6 +87,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   });
   app.decorateRequest('user', null);
   app.decorateRequest('principal', null);
+  app.register(requestTracing);
   // Echo the id so a client can quote it; it is in every log line of the request.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
