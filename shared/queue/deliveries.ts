@@ -174,7 +174,7 @@ export async function redeliverWebhook(deps: DeliveryDeps, id: string, userId?: 
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
   const now = new Date();
   const [claimed] = await WebhookDelivery.update(
-    { status: 'pending', enqueuedAt: now, nextAttemptAt: now },
+    { status: 'pending', enqueuedAt: now, nextAttemptAt: now, oneShot: true },
     { where: { id, status: previous } },
   );
   if (claimed === 0) throw new DeliveryInProgressError(id);
@@ -184,7 +184,7 @@ export async function redeliverWebhook(deps: DeliveryDeps, id: string, userId?: 
     await deps.queue.remove(id);
     await addDeliveryJobs(deps.queue, [{ deliveryId: id, name: 'redeliver' }]);
   } catch (error) {
-    await WebhookDelivery.update({ status: previous }, { where: { id, status: 'pending' } });
+    await WebhookDelivery.update({ status: previous, oneShot: false }, { where: { id, status: 'pending' } });
     if (error instanceof QueueUnavailableError) throw error;
     throw new QueueUnavailableError('Could not queue the redelivery.', { cause: error });
   }

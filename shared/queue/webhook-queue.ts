@@ -13,6 +13,12 @@ export const WEBHOOK_QUEUE_NAME = 'webhooks';
  */
 export interface WebhookJobData {
   deliveryId: string;
+  /**
+   * The delivery's gate key (`e:<endpoint id>` or `o:<origin>`), written by the worker when
+   * the endpoint's cap or circuit first postpones the job, so later runs check the gate
+   * before touching PostgreSQL. Not a secret.
+   */
+  gate?: string;
 }
 
 /**
@@ -32,7 +38,12 @@ export interface DeliveryJob {
   name?: WebhookJobName;
   /** Milliseconds to wait before the job may run; default 0. */
   delayMs?: number;
+  /** The delivery already made an attempt: it queues behind first attempts (worker RETRY_PRIORITY). */
+  retry?: boolean;
 }
+
+/** BullMQ priority of a delivery that already made an attempt; first attempts have none and run first. */
+export const RETRY_PRIORITY = 1;
 
 /**
  * Finished jobs are only bookkeeping (the delivery log lives in PostgreSQL), so Redis keeps
@@ -46,6 +57,9 @@ const DEFAULT_JOB_OPTIONS = {
   attempts: 10,
   backoff: { type: 'exponential', delay: 1_000 },
 } as const;
+
+/** The queue's events stream is trimmed to about this many entries (BullMQ `streams.events.maxLen`). */
+export const EVENTS_MAX_LEN = 10_000;
 
 /** How long a producer waits for Redis before leaving the job to the outbox relay, ms. */
 const ADD_TIMEOUT_MS = 2_000;
@@ -66,6 +80,7 @@ export function createWebhookQueue(
     connection,
     prefix: config.redisPrefix,
     defaultJobOptions: DEFAULT_JOB_OPTIONS,
+    streams: { events: { maxLen: EVENTS_MAX_LEN } },
   });
   queue.on('error', (error) => logger?.warn({ err: error }, 'webhook queue connection error'));
   return queue;
@@ -85,7 +100,11 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
     jobs.map((job) => ({
       name: job.name ?? 'deliver',
       data: { deliveryId: job.deliveryId },
-      opts: { jobId: job.deliveryId, delay: Math.max(0, Math.round(job.delayMs ?? 0)) },
+      opts: {
+        jobId: job.deliveryId,
+        delay: Math.max(0, Math.round(job.delayMs ?? 0)),
+        ...(job.retry ? { priority: RETRY_PRIORITY } : {}),
+      },
     })),
   );
   let timer: NodeJS.Timeout | undefined;

@@ -13,7 +13,7 @@ describe('outbox', () => {
   });
 
   beforeEach(async () => {
-    producer = createProducer(env.config, { stuckAfterMs: 200 });
+    producer = createProducer(env.config, { reviveAfterMs: 200 });
     await producer.queue.waitUntilReady();
     await addEndpoint(producer.db, 'http://127.0.0.1:9/hooks');
   });

@@ -21,7 +21,7 @@ describe('fault: Redis stopped while deliveries are recorded, then started again
       { REDIS_URL: `redis://127.0.0.1:${redisPort}`, WEBHOOK_RETRY_SCHEDULE: '1,0.2,0.2,0.2,0.5,0.5,1,1' },
       'worker',
     );
-    producer = createProducer(env.config, { stuckAfterMs: 500 });
+    producer = createProducer(env.config, { reviveAfterMs: 500 });
     await producer.queue.waitUntilReady();
     const seen = new Set<string>();
     // Each delivery's first attempt gets 503, so batch A sits in Redis's delayed set when Redis dies.
