@@ -42,8 +42,14 @@ export interface DeliveryJob {
   retry?: boolean;
 }
 
-/** BullMQ priority of a delivery that already made an attempt; first attempts have none and run first. */
-export const RETRY_PRIORITY = 1;
+/**
+ * BullMQ priorities (lower runs first; jobs without one run before any prioritized job,
+ * BullMQ docs "Prioritized"): fresh first attempts have none, so neither a backlog of
+ * retries nor jobs an endpoint's cap or circuit deferred ever queue ahead of them.
+ */
+export const DEFERRED_PRIORITY = 1;
+/** A delivery that already made an attempt; see {@link DEFERRED_PRIORITY}. */
+export const RETRY_PRIORITY = 2;
 
 /**
  * Finished jobs are only bookkeeping (the delivery log lives in PostgreSQL), so Redis keeps

@@ -2,7 +2,7 @@ import { DelayedError, Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
-import { RETRY_PRIORITY, WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
 import { ClaimedDelivery, DeliveryStore, isDatabaseUnavailable } from './delivery-store';
@@ -53,8 +53,10 @@ const DATABASE_BACKOFF_MS = { base: 500, max: 15_000 };
  * touching PostgreSQL. Then it claims the delivery (one query), signs the stored body with a
  * fresh timestamp and the stable webhook-id, sends it, records the attempt with the
  * delivery's new state (one query), and returns the lease with the attempt's verdict (one
- * script). A retry moves this same job to the delayed set until the next attempt is due, as
- * a prioritized job, so the retry count lives in PostgreSQL and survives Redis losing its data.
+ * script). A retry moves this same job to the delayed set until the next attempt is due, so
+ * the retry count lives in PostgreSQL and survives Redis losing its data. Deferred jobs and
+ * retries are prioritized, so fresh first attempts run ahead of them, and retries hold at
+ * most 80% of the slots.
  * While PostgreSQL is unreachable the job waits (backing off) without using an attempt.
  *
  * @throws DelayedError after postponing the job (BullMQ's signal, not a failure); other
@@ -126,6 +128,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
         if (!decision.granted) {
           await store.unclaim(delivery.id);
           await job.updateData({ deliveryId: delivery.id, gate: gateKey });
+          if (!job.priority) await job.changePriority({ priority: DEFERRED_PRIORITY });
           return await postpone(job, token, refusedUntil(decision));
         }
         leased = gateKey;
