@@ -1,5 +1,6 @@
 import { Sequelize } from 'sequelize';
 import { Post } from './models/post';
+import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
 import { WebhookAttempt } from './models/webhook-attempt';
 import { WebhookDelivery } from './models/webhook-delivery';
@@ -7,7 +8,7 @@ import { WebhookEndpoint } from './models/webhook-endpoint';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { Post, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
+export { Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
 /** The model classes of one connection; see {@link createDatabase}. */
@@ -18,7 +19,17 @@ export interface Models {
   WebhookDelivery: typeof WebhookDelivery;
   WebhookAttempt: typeof WebhookAttempt;
   WebhookInbox: typeof WebhookInbox;
+  ServiceKey: typeof ServiceKey;
 }
+
+export { isDatabaseUnavailable } from './errors';
+
+// While PostgreSQL is unreachable a request must fail in seconds (503, DESIGN §6), not wait
+// for a 30 s pool acquire or an operating system's minutes-long TCP connect.
+/** Bound of one new connection's TCP and start-up handshake, ms. */
+const CONNECT_TIMEOUT_MS = 3_000;
+/** Bound of the wait for a pooled connection, ms (includes connecting). */
+const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
 
 export interface Database {
   sequelize: Sequelize;
@@ -51,7 +62,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
   const sequelize = new Sequelize(url, {
     dialect: 'postgres',
     logging: options.logging ?? false,
-    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_TIMEOUT_MS },
+    // keepAlive: a PostgreSQL host that vanished is noticed on idle connections too.
+    dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
     define: { underscored: true },
   });
   const models: Models = {
@@ -61,6 +74,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookDelivery: class extends WebhookDelivery {}.initModel(sequelize),
     WebhookAttempt: class extends WebhookAttempt {}.initModel(sequelize),
     WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
+    ServiceKey: class extends ServiceKey {}.initModel(sequelize),
   };
   return {
     sequelize,

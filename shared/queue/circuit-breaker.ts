@@ -1,10 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../redis';
 
 /** A circuit's state as DESIGN §6 and the endpoint stats of §11 name it. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
-
-/** Any ioredis client: a single Redis or a Redis Cluster (DESIGN §13). */
-export type RedisClient = Redis | Cluster;
 
 /** The first opening lasts 30 s; each consecutive one doubles it, up to 10 min (DESIGN §6). */
 export const CIRCUIT_OPEN_BASE_MS = 30_000;

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { serializeEnvelope } from '../webhook/signing';
@@ -93,7 +93,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const relayIntervalMs = options.relayIntervalMs ?? 5_000;
   const reviveAfterMs = options.reviveAfterMs ?? 10_000;
   const batchSize = options.batchSize ?? 500;
-  const connection = queue.opts.connection as Redis;
+  const connection = queue.opts.connection as RedisClient;
   const sentinelKey = queue.toKey('outbox-sentinel');
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;

@@ -1,5 +1,4 @@
 import { Worker } from 'bullmq';
-import type Redis from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Database } from '../../../shared/db';
@@ -16,7 +15,7 @@ import {
   listOpenCircuits,
   queueRecordedDeliveries,
 } from '../../../shared/queue';
-import { createRedis } from '../../../shared/redis';
+import { createRedis, RedisClient } from '../../../shared/redis';
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
 import { createDeliveryProcessor } from './process-delivery';
@@ -65,7 +64,7 @@ export interface WebhookWorker {
 
 interface Instance {
   worker: Worker<WebhookJobData, void, WebhookJobName>;
-  connection: Redis;
+  connection: RedisClient;
   blocking?: { status: string };
 }
 
@@ -89,7 +88,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     blockPrivate: config.webhookBlockPrivate,
     maxSockets: config.workerConcurrency,
   });
-  const client = createRedis(config.redisUrl, 'client');
+  const client = createRedis(config, 'client');
   client.on('error', (error) => logger.debug({ err: error }, 'worker client redis connection error'));
   const queue = createWebhookQueue(config, client, logger);
   const outbox = createOutbox({
@@ -120,7 +119,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const graceMs = options.watchdog?.graceMs ?? 30_000;
 
   function start(): Instance {
-    const connection = createRedis(config.redisUrl, 'worker');
+    const connection = createRedis(config, 'worker');
     connection.on('error', (error) => logger.debug({ err: error }, 'worker redis connection error'));
     const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, processor, {
       connection,
