@@ -2,7 +2,7 @@ import type { Sequelize, Transaction } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
-import { QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** Methods a queued webhook may use; each carries the signed body. */
 export const WEBHOOK_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -105,10 +105,14 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
  * Adds the jobs of delivery rows that are already committed and marks the rows
  * `enqueued_at`. A failure (Redis away) is logged, not thrown: the rows stay unmarked and the
  * api's outbox relay adds them later.
+ *
+ * @param deliveries - delivery ids, or jobs when the caller knows more (the gate key)
  */
-export async function queueRecordedDeliveries(deps: DeliveryDeps, ids: string[]): Promise<void> {
+export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: readonly (string | DeliveryJob)[]): Promise<void> {
+  const jobs = deliveries.map((delivery) => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
+  const ids = jobs.map((job) => job.deliveryId);
   try {
-    await addDeliveryJobs(deps.queue, ids.map((deliveryId) => ({ deliveryId })));
+    await addDeliveryJobs(deps.queue, jobs);
     await markEnqueued(deps.db.sequelize, ids);
   } catch (error) {
     deps.logger?.warn({ err: error, deliveryIds: ids }, 'enqueue failed; the outbox relay will retry');

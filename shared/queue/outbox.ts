@@ -2,6 +2,7 @@ import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { serializeEnvelope } from '../webhook/signing';
+import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
@@ -74,12 +75,14 @@ export interface Outbox {
 
 interface PendingRow {
   id: string;
+  endpoint_id: number | null;
+  url: string;
   next_attempt_at: Date | null;
   attempts: number;
   one_shot: boolean;
 }
 
-const ROW_FIELDS = 'id, next_attempt_at, attempts, one_shot';
+const ROW_FIELDS = 'id, endpoint_id, url, next_attempt_at, attempts, one_shot';
 const QUEUED = `status IN ('pending', 'delivering') AND enqueued_at IS NOT NULL`;
 
 /**
@@ -201,12 +204,12 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   return {
     async record(transaction, event, data) {
-      const ids = await insertDeliveries(sequelize, transaction, event, data);
-      if (ids.length === 0) return;
+      const jobs = await insertDeliveryJobs(sequelize, transaction, event, data);
+      if (jobs.length === 0) return;
       // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
       // awaiting it keeps Redis off the caller's response time. stop() waits for it.
       transaction.afterCommit(() => {
-        const enqueuing = queueRecordedDeliveries({ db, queue, logger }, ids).finally(() => inFlight.delete(enqueuing));
+        const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
         inFlight.add(enqueuing);
       });
     },
@@ -246,25 +249,36 @@ export async function insertDeliveries(
   event: PostEvent,
   data: object,
 ): Promise<string[]> {
+  return (await insertDeliveryJobs(sequelize, transaction, event, data)).map((job) => job.deliveryId);
+}
+
+/** {@link insertDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
+async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction, event: PostEvent, data: object): Promise<DeliveryJob[]> {
   const body = serializeEnvelope(data, { event, signable: true });
   const owner = (data as { user_id?: unknown }).user_id;
   // One round trip inside the caller's transaction: the ids are drawn by PostgreSQL in the
   // newWebhookId() format (msg_ + 22 base64url characters of a random UUID's 16 bytes).
   // The post's owner owns the deliveries, so they can read and redeliver them over HTTP.
-  const rows = await sequelize.query<{ id: string }>(
+  const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
     `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
      SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
             id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3)
        FROM webhook_endpoints
       WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events))
       ORDER BY id
-     RETURNING id`,
+     RETURNING id, endpoint_id`,
     { bind: [event, body, typeof owner === 'number' ? owner : null], type: QueryTypes.SELECT, transaction },
   );
-  return rows.map((row) => row.id);
+  return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
 }
 
 function toJob(row: PendingRow): DeliveryJob {
   const delayMs = row.next_attempt_at && !row.one_shot ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
-  return { deliveryId: row.id, delayMs, name: row.one_shot ? 'redeliver' : 'deliver', retry: row.attempts > 0 };
+  return {
+    deliveryId: row.id,
+    delayMs,
+    name: row.one_shot ? 'redeliver' : 'deliver',
+    retry: row.attempts > 0,
+    gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }),
+  };
 }

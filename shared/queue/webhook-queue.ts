@@ -14,9 +14,9 @@ export const WEBHOOK_QUEUE_NAME = 'webhooks';
 export interface WebhookJobData {
   deliveryId: string;
   /**
-   * The delivery's gate key (`e:<endpoint id>` or `o:<origin>`), written by the worker when
-   * the endpoint's cap or circuit first postpones the job, so later runs check the gate
-   * before touching PostgreSQL. Not a secret.
+   * The delivery's gate key (`e:<endpoint id>` or `o:<origin>`), so the worker asks the
+   * endpoint's cap and circuit before touching PostgreSQL: set by producers that know it
+   * (the outbox), else by the worker when the gate first postpones the job. Not a secret.
    */
   gate?: string;
 }
@@ -40,6 +40,8 @@ export interface DeliveryJob {
   delayMs?: number;
   /** The delivery already made an attempt: it queues behind first attempts (worker RETRY_PRIORITY). */
   retry?: boolean;
+  /** The delivery's gate key (circuit-breaker.ts `gateKeyOf`), when the producer knows it. */
+  gate?: string;
 }
 
 /**
@@ -105,7 +107,7 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
   const adding = queue.addBulk(
     jobs.map((job) => ({
       name: job.name ?? 'deliver',
-      data: { deliveryId: job.deliveryId },
+      data: job.gate ? { deliveryId: job.deliveryId, gate: job.gate } : { deliveryId: job.deliveryId },
       opts: {
         jobId: job.deliveryId,
         delay: Math.max(0, Math.round(job.delayMs ?? 0)),

@@ -1,7 +1,7 @@
 import { createServer, Server, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createMetrics } from '../../shared/metrics';
-import { addDeliveryJobs, insertDeliveries, readCircuitState } from '../../shared/queue';
+import { readCircuitState } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { Producer, addEndpoint, buildPostData, createProducer, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
@@ -60,14 +60,10 @@ describe('webhook worker: isolation between endpoints (DESIGN §6)', () => {
     try {
       await addEndpoint(producer.db, `${silent.url}/hooks`, { events: ['post.created'] });
       await addEndpoint(producer.db, `${healthy.url}/hooks`, { events: ['post.updated'] });
-      const dead = await producer.db.sequelize.transaction(async (transaction) => {
-        const ids: string[] = [];
-        for (let pid = 1; pid <= 300; pid += 1) {
-          ids.push(...(await insertDeliveries(producer.db.sequelize, transaction, 'post.created', buildPostData({ pid }))));
-        }
-        return ids;
+      await producer.db.sequelize.transaction(async (transaction) => {
+        for (let pid = 1; pid <= 300; pid += 1) await producer.outbox.record(transaction, 'post.created', buildPostData({ pid }));
       });
-      await addDeliveryJobs(producer.queue, dead.map((deliveryId) => ({ deliveryId })));
+      await eventually(async () => (await producer.queue.getWaitingCount()) === 300, 10_000, '300 jobs queued');
       running = startWorker(env.config, producer.db);
       // Every slot the dead endpoint may hold is held.
       await eventually(() => silent.connections() >= 10, 10_000, 'the silent endpoint holds its cap');
