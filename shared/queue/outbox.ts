@@ -1,6 +1,7 @@
 import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
+import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
@@ -259,16 +260,18 @@ async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction
   // One round trip inside the caller's transaction: the ids are drawn by PostgreSQL in the
   // newWebhookId() format (msg_ + 22 base64url characters of a random UUID's 16 bytes).
   // The post's owner owns the deliveries, so they can read and redeliver them over HTTP.
+  // The writing request's trace travels in the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
-    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
+    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
      SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
-            id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3)
+            id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3), $4
        FROM webhook_endpoints
       WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events))
       ORDER BY id
      RETURNING id, endpoint_id`,
-    { bind: [event, body, typeof owner === 'number' ? owner : null], type: QueryTypes.SELECT, transaction },
+    { bind: [event, body, typeof owner === 'number' ? owner : null, activeTraceparent()], type: QueryTypes.SELECT, transaction },
   );
+  annotateActiveSpan({ [WEBHOOK_EVENT]: event, [WEBHOOK_IDS]: rows.map((row) => row.id) });
   return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
 }
 

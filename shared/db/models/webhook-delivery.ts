@@ -33,6 +33,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare endpointDeleted: CreationOptional<boolean>;
   /** A redelivery: exactly one new attempt, also when its job is revived after a Redis loss. */
   declare oneShot: CreationOptional<boolean>;
+  /** W3C Trace Context of the request that wrote it, when tracing is on (DESIGN §12). */
+  declare traceparent: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -59,6 +61,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         deliveredAt: { type: DataTypes.DATE, allowNull: true },
         endpointDeleted: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
         oneShot: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+        traceparent: { type: DataTypes.TEXT, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
