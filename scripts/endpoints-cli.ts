@@ -5,7 +5,7 @@ import { loadConfig } from '../shared/config';
 import { Database, createDatabase } from '../shared/db';
 import { signStandard } from '../shared/webhook/signing';
 
-const USAGE = `Usage:
+const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
@@ -30,10 +30,12 @@ class UsageError extends Error {
  * random bytes unless --secret is given), `list` one line per endpoint without its secrets,
  * `disable` `{"id":..,"active":false}`, `rotate` `{"id":..,"secret":"<new>",
  * "previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps signing until then).
- * Errors go to stderr; a wrong command line exits with 2, any other failure with 1.
+ * `--help` prints the usage on stdout. Errors go to stderr as `error: <message>`; a wrong
+ * command line (followed by the usage) exits with 2, any other failure with 1.
  */
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === 'help') return print(USAGE);
   const { values } = parse(rest);
   if (command === 'add') return run((db) => add(db, values));
   if (command === 'list') return run(list);
@@ -177,7 +179,7 @@ function requireOption(value: string | undefined, name: string): string {
 }
 
 function print(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
+  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
