@@ -22,7 +22,7 @@ import { collectQueueMetrics } from './queue-metrics';
 import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
 import { layoutB } from './routes/layout-b';
-import { webhookRoutes } from './routes/webhooks';
+import { operationsRoutes } from './routes/operations';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
@@ -52,7 +52,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
  * Routes: /health, /ready, /metrics, /docs, /docs/json, the layout at /api/v1 with the
- * webhook routes, in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
+ * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
@@ -127,7 +127,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     routes: [
       layout.postsRoutes,
       async (scope) => {
-        await scope.register(webhookRoutes, { db: database, queue });
+        await scope.register(operationsRoutes, { db: database, queue, readCircuit: async () => 'closed' });
       },
       ...(deps.apiRoutes ?? []),
     ],

@@ -17,6 +17,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare userId: CreationOptional<number | null>;
   /** Why the endpoint was disabled, e.g. the receiver answered 410 Gone. */
   declare disabledReason: CreationOptional<string | null>;
+  /** Set when the endpoint was deleted over the API: it is gone from the API and inactive. */
+  declare deletedAt: CreationOptional<Date | null>;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -33,6 +35,7 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         description: { type: DataTypes.TEXT, allowNull: true },
         userId: { type: DataTypes.INTEGER, allowNull: true },
         disabledReason: { type: DataTypes.TEXT, allowNull: true },
+        deletedAt: { type: DataTypes.DATE, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },

@@ -1,0 +1,41 @@
+import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import { serializeEnvelope } from '../webhook/signing';
+
+/** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
+export interface EventFanOut {
+  event: string;
+  /** The `_data` of the envelope: any non-empty JSON value. */
+  data: unknown;
+  /**
+   * The user whose own endpoints also receive it (a post's owner, `POST /events`'s
+   * `user_id`); null: operator endpoints only.
+   */
+  ownerUserId: number | null;
+}
+
+/**
+ * Writes one `webhook_deliveries` row per active endpoint subscribed to the event (an
+ * endpoint with no events takes every event) among the operator endpoints and the owner's
+ * own, inside `transaction`, with `enqueued_at` NULL (the caller queues them after commit,
+ * or the outbox relay does). Each row belongs to its endpoint's owner (`user_id`, null for an
+ * operator endpoint). The body is the DESIGN §7 envelope, serialised once.
+ *
+ * @returns the new delivery ids (webhook-ids), in endpoint id order; none when nobody subscribes
+ * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
+ */
+export async function insertEventDeliveries(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<string[]> {
+  const body = serializeEnvelope(fanOut.data, { event: fanOut.event, signable: true });
+  // One round trip: the ids are drawn by PostgreSQL in the newWebhookId() format
+  // (msg_ + 22 base64url characters of a random UUID's 16 bytes).
+  const rows = await sequelize.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
+     SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
+            id, url, $1, $2, user_id
+       FROM webhook_endpoints
+      WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events)) AND (user_id IS NULL OR user_id = $3)
+      ORDER BY id
+     RETURNING id`,
+    { bind: [fanOut.event, body, fanOut.ownerUserId], type: QueryTypes.SELECT, transaction },
+  );
+  return rows.map((row) => row.id);
+}
