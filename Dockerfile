@@ -1,5 +1,7 @@
 # One image for every service; the command picks the service (see docker-compose.yml).
 FROM node:20-bookworm-slim AS build
+# npm's update notice would contact the registry on every `npm run`.
+ENV NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +13,7 @@ COPY bench bench
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production
+ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules node_modules
@@ -25,5 +27,6 @@ COPY shared/db/sequelize-cli-config.js shared/db/sequelize-cli-config.js
 COPY shared/config/dev-defaults.json shared/config/dev-defaults.json
 RUN mkdir -p storage/uploads && chown -R node:node storage
 USER node
-EXPOSE 3000
+# No EXPOSE: each service listens on its own port (api 3000/3001, receiver 3002, worker 3003),
+# set by PORT in docker-compose.yml.
 CMD ["node", "dist/services/api/src/server.js"]

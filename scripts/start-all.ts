@@ -4,7 +4,7 @@ import { concurrently } from 'concurrently';
 import { loadConfig } from '../shared/config';
 import { createDatabase } from '../shared/db';
 import { createMigrator, projectRoot } from '../shared/db/migrate';
-import { createRedis } from '../shared/redis';
+import { createRedis, describeRedisTarget } from '../shared/redis';
 import { SERVICES } from './services';
 
 /**
@@ -29,14 +29,14 @@ async function prepare(): Promise<void> {
   } finally {
     await database.close();
   }
-  const redis = createRedis(config.redisUrl, 'client', { lazyConnect: true, retryStrategy: () => null });
+  const redis = createRedis(config, 'client', { lazyConnect: true, retryStrategy: () => null });
   let cause = '';
   redis.on('error', (error: Error) => (cause ||= error.message));
   try {
     await redis.connect();
     await redis.ping();
   } catch (error) {
-    throw new Error(`Cannot reach Redis at ${new URL(config.redisUrl).host} (${cause || (error as Error).message}). Set REDIS_URL.`);
+    throw new Error(`Cannot reach Redis at ${describeRedisTarget(config)}: ${cause || (error as Error).message}.`);
   } finally {
     redis.disconnect();
   }

@@ -70,7 +70,7 @@ export function withDatabase(url: string, database: string): string {
  */
 export function createBenchRedisPrefix(scope: Scope, redisUrl: string): string {
   const prefix = `pwbench${randomBytes(4).toString('hex')}`;
-  scope.add(`redis keys ${prefix}*`, () => deleteKeysByPrefix(redisUrl, prefix));
+  scope.add(`redis keys ${prefix}*`, () => deleteKeysByPrefix({ redisUrl }, prefix));
   return prefix;
 }
 

@@ -119,7 +119,7 @@ export async function deliverThroughOurWorker(
 ): Promise<DeliveryRun> {
   const ids = await insertDeliveries(db, sink, endpointId, events, tag);
   await sink.reset();
-  const connection = createRedis(settings.redisUrl, 'client');
+  const connection = createRedis(settings, 'client');
   const queue = createWebhookQueue({ redisPrefix }, connection);
   try {
     await queue.waitUntilReady();
@@ -153,7 +153,7 @@ export async function deliverThroughBareWorker(
 ): Promise<DeliveryRun> {
   const ids = recorded ? await insertDeliveries(recorded.db, sink, recorded.endpointId, events, tag) : undefined;
   await sink.reset();
-  const connection = createRedis(settings.redisUrl, 'client');
+  const connection = createRedis(settings, 'client');
   const queue = new Queue<BareJobData>(queueName, { connection, prefix: redisPrefix });
   try {
     await queue.waitUntilReady();

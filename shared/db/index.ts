@@ -1,5 +1,6 @@
 import { Sequelize } from 'sequelize';
 import { Post } from './models/post';
+import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
 import { WebhookAttempt } from './models/webhook-attempt';
 import { WebhookDelivery } from './models/webhook-delivery';
@@ -8,7 +9,7 @@ import { WebhookEventType } from './models/webhook-event-type';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { Post, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
+export { Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
 /** The model classes of one connection; see {@link createDatabase}. */
@@ -20,7 +21,17 @@ export interface Models {
   WebhookAttempt: typeof WebhookAttempt;
   WebhookInbox: typeof WebhookInbox;
   WebhookEventType: typeof WebhookEventType;
+  ServiceKey: typeof ServiceKey;
 }
+
+export { isDatabaseUnavailable } from './errors';
+
+// While PostgreSQL is unreachable a request must fail in seconds (503, DESIGN §6), not wait
+// for a 30 s pool acquire or an operating system's minutes-long TCP connect.
+/** Bound of one new connection's TCP and start-up handshake, ms. */
+const CONNECT_TIMEOUT_MS = 3_000;
+/** Bound of the wait for a pooled connection, ms (includes connecting). */
+const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
 
 export interface Database {
   sequelize: Sequelize;
@@ -53,7 +64,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
   const sequelize = new Sequelize(url, {
     dialect: 'postgres',
     logging: options.logging ?? false,
-    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_TIMEOUT_MS },
+    // keepAlive: a PostgreSQL host that vanished is noticed on idle connections too.
+    dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
     define: { underscored: true },
   });
   const models: Models = {
@@ -64,6 +77,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookAttempt: class extends WebhookAttempt {}.initModel(sequelize),
     WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
     WebhookEventType: class extends WebhookEventType {}.initModel(sequelize),
+    ServiceKey: class extends ServiceKey {}.initModel(sequelize),
   };
   return {
     sequelize,

@@ -1,16 +1,16 @@
 import fp from 'fastify-plugin';
-import type Redis from 'ioredis';
+import type { RedisClient } from '../redis';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    redis: Redis;
+    redis: RedisClient;
   }
 }
 
 /** Decorates the instance with `redis` and disconnects it when the app closes. */
-export const redisPlugin = fp<{ redis: Redis }>(
+export const redisPlugin = fp<{ redis: RedisClient }>(
   async (app, { redis }) => {
-    app.decorate('redis', redis);
+    app.decorate<RedisClient, 'redis'>('redis', redis);
     app.addHook('onClose', async () => {
       await redis.quit().catch(() => redis.disconnect());
     });

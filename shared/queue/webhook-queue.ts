@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type Redis from 'ioredis';
+import type { RedisClient } from '../redis';
 import type { BaseLogger } from 'pino';
 import type { Config } from '../config';
 import { QueueUnavailableError } from './errors';
@@ -59,7 +59,7 @@ const ADD_TIMEOUT_MS = 2_000;
  */
 export function createWebhookQueue(
   config: Pick<Config, 'redisPrefix'>,
-  connection: Redis,
+  connection: RedisClient,
   logger?: QueueLogger,
 ): WebhookQueue {
   const queue: WebhookQueue = new Queue(WEBHOOK_QUEUE_NAME, {
@@ -109,6 +109,6 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
  * command, because BullMQ waits (rather than fails) for a connection that is not ready.
  */
 export function isQueueReady(queue: WebhookQueue): boolean {
-  const status = (queue.opts.connection as Partial<Redis>).status;
+  const status = (queue.opts.connection as Partial<RedisClient>).status;
   return status === undefined || status === 'ready';
 }

@@ -1,51 +1,133 @@
-import Redis, { RedisOptions } from 'ioredis';
+import Redis, { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
+
+/**
+ * Every Redis connection of this system: one Redis (REDIS_URL) or a Redis Cluster
+ * (REDIS_CLUSTER_NODES, DESIGN §13). Both speak the same commands; code that needs more than
+ * commands (`nodes()`, `duplicate()`) checks {@link isCluster}.
+ */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Where Redis is: the part of `Config` this module reads, so `createRedis(config, ...)` fits.
+ * With `redisClusterNodes` non-empty, the nodes are the seeds of a Redis Cluster and
+ * `redisUrl` only lends its credentials (user, password) and TLS (`rediss://`) to them.
+ */
+export interface RedisTarget {
+  redisUrl: string;
+  redisClusterNodes?: readonly { host: string; port: number }[];
+}
 
 /**
  * How a connection behaves while Redis is away:
  * - `worker`: BullMQ Worker connections; commands wait for the reconnect forever
  *   (BullMQ requires `maxRetriesPerRequest: null`).
- * - `client`: producers and caches; commands fail fast so a request never hangs on Redis.
+ * - `client`: producers, caches, rate limits, pub/sub and the like; commands fail fast so a
+ *   request never hangs on Redis.
  */
 export type RedisRole = 'worker' | 'client';
 
+// Reconnect forever with a capped backoff (milliseconds): Redis restarts must heal by themselves.
+const reconnectDelay = (times: number) => Math.min(times * 200, 2_000);
+
 /**
- * Opens an ioredis connection to REDIS_URL with the settings its role needs.
+ * THE way to open a Redis connection (every client of the system goes through here, so
+ * REDIS_CLUSTER_NODES switches all of them): an ioredis `Redis` to `target.redisUrl`, or an
+ * ioredis `Cluster` over `target.redisClusterNodes` when that list is non-empty. Keys that one
+ * command or script touches together must share a hash tag in a cluster; REDIS_PREFIX is one
+ * (`{pw}`, validated by shared/config), so keys under `<prefix>:` always do.
  *
- * @param url - redis:// or rediss:// URL
+ * @param target - usually the whole `Config`
  * @param role - see {@link RedisRole}
- * @param extra - further ioredis options, applied last
+ * @param extra - further ioredis options, applied last; in a cluster `lazyConnect`,
+ *   `enableOfflineQueue` and `retryStrategy` apply to the cluster, the rest to each node
+ * @returns a connection that connects at once (unless `extra.lazyConnect`); the caller closes it
  */
-export function createRedis(url: string, role: RedisRole, extra: RedisOptions = {}): Redis {
+export function createRedis(target: RedisTarget, role: RedisRole, extra: RedisOptions = {}): RedisClient {
   const base: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true }
       : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
-  return new Redis(url, {
-    ...base,
-    // Reconnect forever with a capped backoff (milliseconds): Redis restarts must heal by themselves.
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-    lazyConnect: false,
-    ...extra,
-  });
+  const nodes = target.redisClusterNodes ?? [];
+  if (nodes.length === 0) {
+    return new Redis(target.redisUrl, { ...base, retryStrategy: reconnectDelay, lazyConnect: false, ...extra });
+  }
+  const { lazyConnect, enableOfflineQueue, retryStrategy, ...nodeExtra } = { ...base, ...extra };
+  const options: ClusterOptions = {
+    lazyConnect: lazyConnect ?? false,
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    enableReadyCheck: true,
+    clusterRetryStrategy: retryStrategy === undefined ? reconnectDelay : retryStrategy,
+    redisOptions: { ...credentialsOf(target.redisUrl), ...nodeExtra },
+  };
+  return new Cluster(
+    nodes.map(({ host, port }) => ({ host, port })),
+    options,
+  );
+}
+
+/** True when `client` is a Redis Cluster connection. */
+export function isCluster(client: RedisClient): client is Cluster {
+  return (client as Cluster).isCluster === true;
+}
+
+/** User, password and TLS of a redis:// or rediss:// URL, for the nodes of a cluster. */
+function credentialsOf(url: string): RedisOptions {
+  const parsed = new URL(url);
+  const options: RedisOptions = {};
+  if (parsed.username) options.username = decodeURIComponent(parsed.username);
+  if (parsed.password) options.password = decodeURIComponent(parsed.password);
+  if (parsed.protocol === 'rediss:') options.tls = {};
+  return options;
+}
+
+/**
+ * Where Redis is, for messages: REDIS_URL's host, or the cluster's seeds. Never the password.
+ */
+export function describeRedisTarget(target: RedisTarget): string {
+  const nodes = target.redisClusterNodes ?? [];
+  if (nodes.length > 0) return `the Redis Cluster at ${nodes.map(({ host, port }) => `${host}:${port}`).join(',')} (REDIS_CLUSTER_NODES)`;
+  return `${new URL(target.redisUrl).host} (REDIS_URL)`;
+}
+
+/**
+ * A readiness probe: PING, and in a cluster a PING to every master, so /ready reports a
+ * cluster with a lost master as down.
+ *
+ * @throws the connection's error when a node does not answer
+ */
+export async function pingRedis(client: RedisClient): Promise<void> {
+  if (!isCluster(client)) {
+    await client.ping();
+    return;
+  }
+  const masters = client.nodes('master');
+  if (client.status !== 'ready' || masters.length === 0) throw new Error(`Redis Cluster is not ready (${client.status})`);
+  await Promise.all(masters.map((node) => node.ping()));
 }
 
 /**
  * Deletes every key that starts with `prefix` (SCAN + UNLINK, never KEYS, so Redis is not
- * blocked), over a connection of its own that is closed before this resolves. For tests,
- * benchmarks and operators clearing one system's keys (REDIS_PREFIX).
+ * blocked), on every master of a cluster, over a connection of its own that is closed before
+ * this resolves. For tests, benchmarks and operators clearing one system's keys (REDIS_PREFIX).
  */
-export async function deleteKeysByPrefix(url: string, prefix: string): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+export async function deleteKeysByPrefix(target: RedisTarget, prefix: string): Promise<void> {
+  // Commands wait for the connection (offline queue) instead of failing before it is up.
+  const client = createRedis(target, 'client', { enableOfflineQueue: true, lazyConnect: true, retryStrategy: () => null });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await client.connect();
+    const nodes = isCluster(client) ? client.nodes('master') : [client];
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+        cursor = next;
+        // One UNLINK per key: a cluster refuses several keys of different slots in one command.
+        if (keys.length > 0) await keys.reduce((batch, key) => batch.unlink(key), node.pipeline()).exec();
+      } while (cursor !== '0');
+    }
   } finally {
     // QUIT waits for the server to close; disconnect() would leave a 2 s timer behind.
-    await redis.quit().catch(() => redis.disconnect());
+    await client.quit().catch(() => client.disconnect());
   }
 }
 
@@ -61,7 +143,7 @@ export interface ReadyWait {
  * Waits up to `timeoutMs` for the connection's `ready` event; the connection keeps
  * reconnecting either way.
  */
-export function whenReady(redis: Redis, timeoutMs: number): ReadyWait {
+export function whenReady(redis: RedisClient, timeoutMs: number): ReadyWait {
   if (redis.status === 'ready') return { ready: Promise.resolve(true), cancel: () => undefined };
   let finish: (ready: boolean) => void = () => undefined;
   const ready = new Promise<boolean>((resolve) => {

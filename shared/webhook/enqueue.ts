@@ -1,8 +1,7 @@
-import type Redis from 'ioredis';
 import type { Config } from '../config';
 import { type Database, createDatabase } from '../db';
 import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
-import { createRedis, whenReady } from '../redis';
+import { createRedis, RedisClient, RedisTarget, whenReady } from '../redis';
 
 /**
  * How long a new producer's first enqueue waits for Redis, ms. Past it the delivery row is
@@ -29,7 +28,7 @@ export interface WebhookProducerDeps {
 
 /** A producer this module opened; the caller closes it. */
 export interface WebhookProducer extends WebhookProducerDeps {
-  connection: Redis;
+  connection: RedisClient;
   ready: Promise<void>;
   /** Closes the queue, then Redis, then the database (reverse order of opening). */
   close(): Promise<void>;
@@ -40,17 +39,17 @@ export interface WebhookProducer extends WebhookProducerDeps {
  * Redis is away) with the `webhooks` queue on it. Importing this module loads Sequelize and
  * BullMQ; `WebhookRequest` imports it only when `enqueue()` first runs.
  *
- * @param config - DATABASE_URL, REDIS_URL and REDIS_PREFIX as `loadConfig` reads them; the
- *   prefix must be the worker's
+ * @param config - DATABASE_URL, REDIS_URL, REDIS_CLUSTER_NODES and REDIS_PREFIX as `loadConfig`
+ *   reads them; the prefix must be the worker's
  * @param logger - receives queue connection errors and enqueue warnings; default: none
  * @returns the producer; connecting is lazy, and nothing fails until the first enqueue
  */
 export function createWebhookProducer(
-  config: Pick<Config, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>,
+  config: Pick<Config, 'databaseUrl' | 'redisPrefix'> & RedisTarget,
   logger?: QueueLogger,
 ): WebhookProducer {
   const db = createDatabase(config.databaseUrl, { poolMax: 5 });
-  const connection = createRedis(config.redisUrl, 'client');
+  const connection = createRedis(config, 'client');
   // ioredis emits an error per failed reconnect; without a listener each one is printed.
   connection.on('error', (error) => logger?.warn({ err: error }, 'webhook producer Redis error'));
   const queue = createWebhookQueue(config, connection, logger);

@@ -58,7 +58,7 @@ describe('outbox', () => {
 
   it('When Redis is unreachable at commit, then the commit succeeds and the relay queues the row later', async () => {
     // A producer whose Redis connection can never be ready, as when Redis is down.
-    const deadConnection = createRedis('redis://127.0.0.1:1', 'client', { retryStrategy: () => null });
+    const deadConnection = createRedis({ redisUrl: 'redis://127.0.0.1:1' }, 'client', { retryStrategy: () => null });
     deadConnection.on('error', () => undefined);
     const deadQueue = createWebhookQueue(env.config, deadConnection, silentLogger);
     const deadOutbox = createOutbox({ db: producer.db, queue: deadQueue, logger: silentLogger });

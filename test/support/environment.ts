@@ -52,7 +52,7 @@ export async function createTestEnvironment(
     redisPrefix,
     async cleanup() {
       await withAdmin(adminDatabaseUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`));
-      await deleteKeysByPrefix(redisUrl, redisPrefix);
+      await deleteKeysByPrefix({ redisUrl }, redisPrefix);
     },
   };
 }

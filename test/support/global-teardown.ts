@@ -15,7 +15,7 @@ export default async function globalTeardown(): Promise<void> {
   } finally {
     await admin.end();
   }
-  await deleteKeysByPrefix(redisUrl, `t${runId}`);
+  await deleteKeysByPrefix({ redisUrl }, `t${runId}`);
   const containers = (globalThis as { testContainers?: { stop(): Promise<unknown> }[] }).testContainers ?? [];
   await Promise.all(containers.map((container) => container.stop()));
 }

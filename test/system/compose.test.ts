@@ -5,15 +5,23 @@ import { SERVICES } from '../../scripts/services';
 import { CONFIG_VARIABLES } from '../../shared/config';
 
 interface ComposeService {
+  build?: unknown;
+  image?: string;
+  pull_policy?: string;
   command?: string[];
   environment?: Record<string, string>;
   ports?: string[];
+  volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
 }
 
-const compose = parse(readFileSync(path.join(__dirname, '..', '..', 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+const root = path.join(__dirname, '..', '..');
+const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, ComposeService>;
 };
+const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+const APP_SERVICES = [...SERVICES.map((service) => service.name), 'migrate'];
 
 describe('docker-compose.yml and npm start run the same system', () => {
   it.each(SERVICES.map((service) => [service.name, service] as const))(
@@ -34,8 +42,8 @@ describe('docker-compose.yml and npm start run the same system', () => {
   );
 
   it('when compose starts, then every variable it sets is one the services read', () => {
-    const known = new Set([...CONFIG_VARIABLES, 'SEED_ENDPOINT_URL']);
-    for (const name of [...SERVICES.map((service) => service.name), 'migrate']) {
+    const known = new Set([...CONFIG_VARIABLES, 'SEED_ENDPOINT_URL', 'NPM_CONFIG_UPDATE_NOTIFIER']);
+    for (const name of APP_SERVICES) {
       const unknown = Object.keys(compose.services[name].environment ?? {}).filter((variable) => !known.has(variable));
       expect({ service: name, unknown }).toEqual({ service: name, unknown: [] });
     }
@@ -43,7 +51,7 @@ describe('docker-compose.yml and npm start run the same system', () => {
 
   it('when compose starts, then migrations and seeds run once before the services, with the seed endpoint on the receiver', () => {
     const migrate = compose.services.migrate;
-    expect(migrate.command?.join(' ')).toMatch(/npm run db:migrate && npm run db:seed/);
+    expect(migrate.command?.join(' ')).toMatch(/create-database\.js --wait-seconds \d+ && npm run db:migrate && npm run db:seed/);
     expect(migrate.environment?.SEED_ENDPOINT_URL).toBe('http://receiver:3002/webhooks/posts');
   });
 
@@ -51,5 +59,57 @@ describe('docker-compose.yml and npm start run the same system', () => {
     const command = compose.services.redis.command?.join(' ');
     expect(command).toContain('--maxmemory-policy noeviction');
     expect(command).toContain('--appendonly yes');
+  });
+});
+
+describe('docker-compose.yml starts every time', () => {
+  it('when PostgreSQL initialises a fresh volume, then it counts as healthy only once it answers over TCP', () => {
+    const test = compose.services.postgres.healthcheck?.test.join(' ');
+    expect(test).toMatch(/pg_isready -h 127\.0\.0\.1 /);
+  });
+
+  it.each(SERVICES.map((service) => [service.name, service.port] as const))(
+    'when %s runs, then its healthcheck asks its /ready on port %i with node (the image has no curl)',
+    (name, port) => {
+      const test = compose.services[name].healthcheck?.test ?? [];
+      expect(test.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
+      expect(test[3]).toContain(`fetch('http://127.0.0.1:${port}/ready')`);
+    },
+  );
+
+  it('when api-a, api-b and the receiver write or delete images, then they share one uploads volume', () => {
+    for (const name of ['api-a', 'api-b', 'receiver']) {
+      expect({ name, volumes: compose.services[name].volumes }).toEqual({ name, volumes: ['uploads:/app/storage/uploads'] });
+    }
+  });
+
+  it('when compose builds, then one service builds the image and every app service runs that image without pulling it', () => {
+    const builders = Object.entries(compose.services).filter(([, service]) => service.build !== undefined).map(([name]) => name);
+    expect(builders).toEqual(['migrate']);
+    for (const name of APP_SERVICES) expect({ name, image: compose.services[name].image }).toEqual({ name, image: 'posts-webhooks:local' });
+    for (const service of SERVICES) expect({ name: service.name, pull: compose.services[service.name].pull_policy }).toEqual({ name: service.name, pull: 'never' });
+  });
+
+  it('when the image runs npm, then it never asks the registry for an update notice, and it names no single port', () => {
+    expect(dockerfile).toMatch(/ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false/);
+    expect(compose.services.migrate.environment?.NPM_CONFIG_UPDATE_NOTIFIER).toBe('false');
+    expect(dockerfile).not.toMatch(/^EXPOSE /m);
+  });
+
+  it('when compose runs, then PostgreSQL and Redis publish no port on the host', () => {
+    expect(compose.services.postgres.ports).toBeUndefined();
+    expect(compose.services.redis.ports).toBeUndefined();
+  });
+
+  it('when the worker delivers in compose, then the SSRF guard is on and only the receiver is allowed as a private host', () => {
+    for (const name of APP_SERVICES) {
+      const environment = compose.services[name].environment ?? {};
+      expect({ name, guard: environment.WEBHOOK_BLOCK_PRIVATE, allow: environment.WEBHOOK_PRIVATE_ALLOWLIST }).toEqual({
+        name,
+        guard: undefined,
+        allow: 'receiver',
+      });
+      expect(environment.NODE_ENV).toBe('production');
+    }
   });
 });

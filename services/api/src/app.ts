@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fastifyStatic from '@fastify/static';
 import Fastify, { FastifyInstance } from 'fastify';
-import type Redis from 'ioredis';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
@@ -9,10 +8,11 @@ import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
-import { createRedis } from '../../../shared/redis';
+import { createRedis, pingRedis, RedisClient } from '../../../shared/redis';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
+import { createCredentialStore } from './plugins/credential-store';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -29,7 +29,7 @@ export interface AppDeps {
   /** Records post events in the post's transaction; default: the outbox over `queue` (DESIGN §6). */
   postEvents?: PostEventRecorder;
   database?: Database;
-  redis?: Redis;
+  redis?: RedisClient;
   /** The producer side of the `webhooks` queue; default: one over `redis`. */
   queue?: WebhookQueue;
   metrics?: Metrics;
@@ -64,7 +64,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true },
   });
   const database = deps.database ?? createDatabase(config.databaseUrl);
-  const redis = deps.redis ?? createRedis(config.redisUrl, 'client', { commandTimeout: 1_000 });
+  const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
   logRedisOutages(redis, app);
   const queue = deps.queue ?? createWebhookQueue(config, redis, app.log);
   const outbox = createOutbox({ db: database, queue, logger: app.log, relayIntervalMs: config.outboxRelayIntervalMs });
@@ -83,6 +83,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     parseJson(request, body as string, done);
   });
   app.decorateRequest('user', null);
+  app.decorateRequest('principal', null);
   // Echo the id so a client can quote it; it is in every log line of the request.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -102,7 +103,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     app.register(adminQueuesPlugin, { queue, user: config.adminUser, password: config.adminPassword });
   }
   app.register(swaggerPlugin, { layout: config.apiLayout });
-  app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => redis.ping() } });
+  app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) } });
 
   const images = createImageStore(config.uploadDir);
   const cache = createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log });
@@ -118,9 +119,11 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
       setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
     });
   }
+  const credentials = createCredentialStore(database.sequelize, { log: app.log });
   app.register(layout.plugin, {
     prefix: '/api/v1',
     config,
+    credentials,
     posts,
     postReader,
     images,
@@ -136,7 +139,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
 }
 
 /** ioredis reports every failed reconnect; log the transitions only. */
-function logRedisOutages(redis: Redis, app: FastifyInstance): void {
+function logRedisOutages(redis: RedisClient, app: FastifyInstance): void {
   let up = true;
   redis.on('error', (err) => {
     if (up) app.log.warn({ err }, 'Redis unreachable: serving Layout A reads from the database');

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../../../shared/db';
 import { ApiError } from './errors';
 import { UnsupportedImageError } from './images/errors';
 
@@ -18,13 +19,32 @@ const CLIENT_MESSAGES: Record<string, string> = {
   FST_PARTS_LIMIT: 'Too many form parts.',
 };
 
+/** Seconds a client should wait before retrying while PostgreSQL is unreachable (DESIGN §6). */
+export const DATABASE_RETRY_AFTER_S = 5;
+/** An outage fails every request: its first failure is a warning, the rest of it debug lines. */
+const OUTAGE_WARNING_INTERVAL_MS = 10_000;
+
 /**
- * The one error handler, parameterised by the layout's shape. 4xx errors, and ApiErrors of
- * any status (their messages are client-safe by construction, e.g. 503), keep their status
- * and message; anything else is logged with its stack and answered 500 without its message.
+ * The one error handler, parameterised by the layout's shape. PostgreSQL unreachable
+ * (anywhere, the auth hooks included): 503 `Service temporarily unavailable.` with
+ * `Retry-After: 5` (DESIGN §6). 4xx errors, and ApiErrors of any status (their messages are
+ * client-safe by construction), keep their status and message; anything else is logged
+ * with its stack and answered 500 without its message.
  */
 export function createErrorHandler(body: ErrorBody) {
+  let lastOutageWarning = 0;
   return function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    if (isDatabaseUnavailable(error)) {
+      const now = Date.now();
+      if (now - lastOutageWarning >= OUTAGE_WARNING_INTERVAL_MS) {
+        lastOutageWarning = now;
+        request.log.warn({ reason: error.message }, 'PostgreSQL unreachable (DATABASE_URL): answering 503');
+      } else {
+        request.log.debug({ reason: error.message }, 'PostgreSQL unreachable: answering 503');
+      }
+      reply.header('Retry-After', DATABASE_RETRY_AFTER_S);
+      return reply.code(503).send(body(503, 'Service temporarily unavailable.'));
+    }
     if (error instanceof UnsupportedImageError) return reply.code(415).send(body(415, error.message));
     const status = error.statusCode;
     if (error instanceof ApiError && error.statusCode >= 500) {

@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
-import { createRedis, whenReady } from '../../../shared/redis';
+import { createRedis, describeRedisTarget, whenReady } from '../../../shared/redis';
 import { buildApp } from './app';
 import { UploadDirectoryError } from './images/errors';
 
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     await database.close().catch(() => undefined);
     fail(`cannot reach PostgreSQL at ${redact(config.databaseUrl)} (DATABASE_URL): ${(err as Error).message}`);
   }
-  const redis = createRedis(config.redisUrl, 'client', { commandTimeout: 1_000 });
+  const redis = createRedis(config, 'client', { commandTimeout: 1_000 });
   let app;
   try {
     app = buildApp(config, { database, redis });
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   }
   for (const warning of config.warnings) app.log.warn(warning);
   if (!(await whenReady(redis, 3_000).ready)) {
-    app.log.warn({ redisUrl: redact(config.redisUrl) }, 'Redis unreachable at start (REDIS_URL): serving without the cache until it answers');
+    app.log.warn(`Redis unreachable at start: ${describeRedisTarget(config)}; serving without the cache until it answers`);
   }
 
   // Stop accepting, let in-flight requests finish, then close the pool and Redis (app onClose hooks).

@@ -1,11 +1,10 @@
 import { Worker } from 'bullmq';
-import type Redis from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
 import { WEBHOOK_QUEUE_NAME, WebhookJobData, WebhookJobName } from '../../../shared/queue';
-import { createRedis } from '../../../shared/redis';
+import { createRedis, RedisClient } from '../../../shared/redis';
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
 import { createDeliveryProcessor } from './process-delivery';
@@ -47,7 +46,7 @@ export interface WebhookWorker {
 
 interface Instance {
   worker: Worker<WebhookJobData, void, WebhookJobName>;
-  connection: Redis;
+  connection: RedisClient;
   blocking?: { status: string };
 }
 
@@ -79,7 +78,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const graceMs = options.watchdog?.graceMs ?? 30_000;
 
   function start(): Instance {
-    const connection = createRedis(config.redisUrl, 'worker');
+    const connection = createRedis(config, 'worker');
     connection.on('error', (error) => logger.debug({ err: error }, 'worker redis connection error'));
     const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, processor, {
       connection,

@@ -1,9 +1,8 @@
-import Redis from 'ioredis';
 import pino from 'pino';
 import type { Config } from '../../../shared/config';
 import { Database, createDatabase } from '../../../shared/db';
 import { Outbox, PostEvent, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
-import { createRedis } from '../../../shared/redis';
+import { createRedis, RedisClient } from '../../../shared/redis';
 import { WebhookWorker, WebhookWorkerOptions, createWebhookWorker } from '../../../services/webhook-worker/src/worker';
 
 export const silentLogger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
@@ -11,7 +10,7 @@ export const silentLogger = pino({ level: process.env.LOG_LEVEL ?? 'silent' });
 /** A test file's producer side: database, a client-role Redis connection, the queue and the outbox. */
 export interface Producer {
   db: Database;
-  connection: Redis;
+  connection: RedisClient;
   queue: WebhookQueue;
   outbox: Outbox;
   close(): Promise<void>;
@@ -19,7 +18,7 @@ export interface Producer {
 
 export function createProducer(config: Config, outboxOptions: { stuckAfterMs?: number } = {}): Producer {
   const db = createDatabase(config.databaseUrl, { poolMax: 5 });
-  const connection = createRedis(config.redisUrl, 'client');
+  const connection = createRedis(config, 'client');
   connection.on('error', () => undefined);
   const queue = createWebhookQueue(config, connection, silentLogger);
   const outbox = createOutbox({ db, queue, logger: silentLogger, relayIntervalMs: 100, ...outboxOptions });

@@ -1,8 +1,10 @@
-import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { QueryTypes, Sequelize } from 'sequelize';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashApiToken, tokenHashesMatch } from '../users/api-token';
+import { SERVICE_KEY_FORMAT } from '../users/service-key';
+import type { CredentialStore } from './credential-store';
+import type { Principal } from './principal';
 
-/** The caller, set on `request.user` by the layout's auth hook. */
+/** The calling user, set on `request.user` by the layout's auth hook (service keys leave it null). */
 export interface AuthenticatedUser {
   userId: number;
   /** 0 = unlimited (DESIGN §4). */
@@ -11,15 +13,9 @@ export interface AuthenticatedUser {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by the auth hook on every authenticated route; null elsewhere. */
+    /** Set by the auth hook when a user token authenticated the request; null elsewhere. */
     user: AuthenticatedUser | null;
   }
-}
-
-/** What a request claims: the user id header and the sha256 of its bearer token. */
-export interface Credentials {
-  userId: number;
-  tokenHash: string;
 }
 
 /** Layout A's 401 body (Luminova's shape). */
@@ -27,53 +23,132 @@ export const LAYOUT_A_UNAUTHORIZED = { status: 401, message: 'Invalid authentica
 /** Layout B's 401 body. */
 export const LAYOUT_B_UNAUTHORIZED = { message: 'Invalid credentials.' } as const;
 
+/**
+ * Why a request was refused, logged at info as `reason` (never the token); every refusal
+ * answers the same 401, as the spec says.
+ */
+export type RefusalReason =
+  | 'missing_token'
+  | 'malformed_authorization'
+  | 'missing_user_id'
+  | 'malformed_user_id'
+  | 'malformed_service_key'
+  | 'unknown_user'
+  | 'unknown_token'
+  | 'user_mismatch'
+  | 'revoked'
+  | 'service_key_not_allowed';
+
+/** What a request presents: a user's token and id, or a service key (both only as sha256). */
+export type Credentials = { kind: 'user'; userId: number; tokenHash: string } | { kind: 'service_key'; keyHash: string };
+
+/** The result of authenticating one request. */
+export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; reason: RefusalReason };
+
 const BEARER = /^Bearer +(\S+) *$/i;
 const USER_ID = /^\d{1,5}$/;
 
 /**
- * Reads `Authorization: Bearer <token>` (RFC 6750) and the user id from the `user_id`
- * header (the spec's name) or `X-Api-Client-Id` (Luminova's name, which survives proxies
- * that drop underscored headers, such as nginx by default).
+ * Reads `Authorization: Bearer <token>` (RFC 6750) and the user id from the `user_id` header
+ * (the spec's name) or `X-Api-Client-Id` (Luminova's name, which survives proxies that drop
+ * underscored headers, such as nginx by default). A bearer `sk_` key with no user id is a
+ * service key (DESIGN §4).
  *
- * @returns null when either is missing or malformed; user ids are 1..99999
+ * @returns the credentials, or why they cannot be read; user ids are 1..99999
  */
-export function readCredentials(request: FastifyRequest): Credentials | null {
+export function readCredentials(request: FastifyRequest): Credentials | { kind: 'refused'; reason: RefusalReason } {
   const authorization = request.headers.authorization;
-  const rawId = request.headers['user_id'] ?? request.headers['x-api-client-id'];
-  if (typeof authorization !== 'string' || typeof rawId !== 'string') return null;
+  if (authorization === undefined || authorization === '') return { kind: 'refused', reason: 'missing_token' };
   const token = BEARER.exec(authorization)?.[1];
-  const id = rawId.trim();
-  if (!token || !USER_ID.test(id) || Number(id) < 1) return null;
-  return { userId: Number(id), tokenHash: hashApiToken(token) };
+  if (!token) return { kind: 'refused', reason: 'malformed_authorization' };
+  const rawId = request.headers['user_id'] ?? request.headers['x-api-client-id'];
+  if (rawId === undefined) {
+    if (SERVICE_KEY_FORMAT.test(token)) return { kind: 'service_key', keyHash: hashApiToken(token) };
+    return { kind: 'refused', reason: token.startsWith('sk_') ? 'malformed_service_key' : 'missing_user_id' };
+  }
+  const id = typeof rawId === 'string' ? rawId.trim() : '';
+  if (!USER_ID.test(id) || Number(id) < 1) return { kind: 'refused', reason: 'malformed_user_id' };
+  return { kind: 'user', userId: Number(id), tokenHash: hashApiToken(token) };
 }
 
 /**
- * Checks credentials against `users` with one primary-key lookup and a constant-time
- * comparison of token hashes.
+ * Authenticates a request against the credential store; hashes are compared in constant time.
  *
- * @returns the user, or null for an unknown user, a wrong or revoked token
+ * @param serviceKeys - whether this route takes service keys; where it does not (the posts
+ *   routes, which act for a user), a service key is refused like any unknown credential
  */
-export function createAuthenticator(sequelize: Sequelize): (credentials: Credentials) => Promise<AuthenticatedUser | null> {
-  return async ({ userId, tokenHash }) => {
-    const [row] = await sequelize.query<{ api_token_hash: string | null; quota_limit: number }>(
-      'SELECT api_token_hash, quota_limit FROM users WHERE user_id = $1',
-      { bind: [userId], type: QueryTypes.SELECT, raw: true },
-    );
-    if (!tokenHashesMatch(row?.api_token_hash ?? null, tokenHash)) return null;
-    return { userId, quotaLimit: row.quota_limit };
+export function createAuthenticator(store: CredentialStore): (request: FastifyRequest, serviceKeys: boolean) => Promise<AuthOutcome> {
+  return async (request, serviceKeys) => {
+    const credentials = readCredentials(request);
+    if (credentials.kind === 'refused') return { ok: false, reason: credentials.reason };
+    if (credentials.kind === 'service_key') {
+      if (!serviceKeys) return { ok: false, reason: 'service_key_not_allowed' };
+      const key = await store.findServiceKey(credentials.keyHash);
+      if (!tokenHashesMatch(key?.keyHash ?? null, credentials.keyHash)) return { ok: false, reason: 'unknown_token' };
+      if (key!.revoked) return { ok: false, reason: 'revoked' };
+      store.touchServiceKey(key!.id);
+      return { ok: true, principal: { kind: 'service', keyId: key!.id, name: key!.name, scopes: key!.scopes } };
+    }
+    const user = await store.findUser(credentials.userId);
+    if (!tokenHashesMatch(user?.tokenHash ?? null, credentials.tokenHash)) {
+      return { ok: false, reason: await userRefusalReason(store, credentials, user?.tokenHash) };
+    }
+    return { ok: true, principal: { kind: 'user', userId: credentials.userId, quotaLimit: user!.quotaLimit } };
   };
 }
 
+// Only refusals pay for this second look-up, which makes the log say what went wrong.
+async function userRefusalReason(store: CredentialStore, credentials: { userId: number; tokenHash: string }, stored: string | null | undefined): Promise<RefusalReason> {
+  const owner = await store.findTokenOwner(credentials.tokenHash);
+  if (owner !== null) return 'user_mismatch';
+  if (stored === undefined) return 'unknown_user';
+  return stored === null ? 'revoked' : 'unknown_token';
+}
+
 /**
- * The Layout B auth hook (also fit for any route set without a quota): on success sets
- * `request.user`, else answers 401 with `unauthorizedBody` and stops the request.
+ * A step of a layout's request guard (auth, rate limit, quota), usable as an onRequest or
+ * preHandler hook: it resolves with the reply when it answered the request itself (which
+ * stops the request), else with nothing.
  */
-export function createAuthHook(sequelize: Sequelize, unauthorizedBody: object): onRequestHookHandler {
-  const authenticate = createAuthenticator(sequelize);
-  return async function authHook(request: FastifyRequest, reply: FastifyReply) {
-    const credentials = readCredentials(request);
-    const user = credentials && (await authenticate(credentials));
-    if (!user) return reply.code(401).send(unauthorizedBody);
-    request.user = user;
+export type GuardHook = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
+
+/** Runs guard steps in order, stopping at the first that answers the request. */
+export function chainGuards(...steps: GuardHook[]): GuardHook {
+  return async (request, reply) => {
+    for (const step of steps) {
+      const answered = await step(request, reply);
+      if (answered) return answered;
+    }
+    return undefined;
+  };
+}
+
+/** Answers a refused request: logs the reason at info (never the token) and sends 401 with the layout's body. */
+export function refuse(request: FastifyRequest, reply: FastifyReply, reason: RefusalReason, unauthorizedBody: object): FastifyReply {
+  request.log.info({ reason }, 'authentication refused');
+  return reply.code(401).send(unauthorizedBody);
+}
+
+export interface AuthHookOptions {
+  store: CredentialStore;
+  /** The layout's 401 body. */
+  unauthorizedBody: object;
+  /** Whether the request's route takes service keys (DESIGN §4: all but the posts routes). */
+  serviceKeysAllowed(request: FastifyRequest): boolean;
+}
+
+/**
+ * The layouts' auth hook: on success sets `request.principal` (and `request.user` for a
+ * user), else logs the reason and answers 401 with `unauthorizedBody`, stopping the request.
+ */
+export function createAuthHook({ store, unauthorizedBody, serviceKeysAllowed }: AuthHookOptions): GuardHook {
+  const authenticate = createAuthenticator(store);
+  return async function authHook(request, reply) {
+    const outcome = await authenticate(request, serviceKeysAllowed(request));
+    if (!outcome.ok) return refuse(request, reply, outcome.reason, unauthorizedBody);
+    request.principal = outcome.principal;
+    // One object, so the quota hook's view of the user's limit is the principal's too.
+    if (outcome.principal.kind === 'user') request.user = outcome.principal;
+    return undefined;
   };
 }

@@ -1,7 +1,12 @@
-import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { QueryTypes, Sequelize } from 'sequelize';
 import { tokenHashesMatch } from '../users/api-token';
-import { Credentials, LAYOUT_A_UNAUTHORIZED, readCredentials } from './auth';
+import { GuardHook, LAYOUT_A_UNAUTHORIZED, readCredentials, refuse } from './auth';
+
+/** A user's claim to count against: their id and the sha256 of their bearer token. */
+interface UserCredentials {
+  userId: number;
+  tokenHash: string;
+}
 
 /** The outcome of one counted request. */
 export type QuotaOutcome =
@@ -47,7 +52,7 @@ FROM candidate c LEFT JOIN counted k ON true`;
 export function createQuotaCounter(
   sequelize: Sequelize,
   periodSeconds: number,
-): (credentials: Credentials) => Promise<QuotaOutcome | null> {
+): (credentials: UserCredentials) => Promise<QuotaOutcome | null> {
   const resetSeconds = (start: Date, now: Date) => Math.max(1, Math.ceil((start.getTime() + periodSeconds * 1000 - now.getTime()) / 1000));
   return async ({ userId, tokenHash }) => {
     const [row] = await sequelize.query<QuotaRow>(COUNT_REQUEST, {
@@ -66,28 +71,32 @@ export function createQuotaCounter(
 }
 
 /**
- * The Layout A auth hook: authenticates, counts the request against the user's quota and
- * sends `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds; IETF
- * draft-ietf-httpapi-ratelimit-headers) for limited users. Bad credentials: 401
- * {@link LAYOUT_A_UNAUTHORIZED}. Quota spent: 401 `Quota exceeded limit: N` with
- * `Retry-After` in seconds (RFC 9110 §10.2.3).
+ * Layout A's quota hook, after the auth hook: counts each request of a user with a quota
+ * (service keys and unlimited users pass uncounted) and sends `RateLimit-Limit`,
+ * `RateLimit-Remaining` and `RateLimit-Reset` (seconds; IETF draft-ietf-httpapi-ratelimit-headers).
+ * Quota spent: 401 `Quota exceeded limit: N` with `Retry-After` in seconds (RFC 9110 §10.2.3).
+ * The counting statement re-checks the token, so a token rotated meanwhile is refused (401
+ * {@link LAYOUT_A_UNAUTHORIZED}).
  */
-export function createQuotaAuthHook(sequelize: Sequelize, periodSeconds: number): onRequestHookHandler {
+export function createQuotaHook(sequelize: Sequelize, periodSeconds: number): GuardHook {
   const count = createQuotaCounter(sequelize, periodSeconds);
-  return async function quotaAuthHook(request: FastifyRequest, reply: FastifyReply) {
+  return async function quotaHook(request, reply) {
+    if (!request.user || request.user.quotaLimit === 0) return undefined;
     const credentials = readCredentials(request);
-    const outcome = credentials && (await count(credentials));
-    if (!outcome) return reply.code(401).send(LAYOUT_A_UNAUTHORIZED);
+    const outcome = credentials.kind === 'user' ? await count(credentials) : null;
+    if (!outcome) return refuse(request, reply, 'unknown_token', LAYOUT_A_UNAUTHORIZED);
     if (outcome.kind === 'unlimited') {
-      request.user = { userId: outcome.userId, quotaLimit: 0 };
-      return;
+      request.user.quotaLimit = 0;
+      return undefined;
     }
     reply.header('RateLimit-Limit', outcome.limit);
     reply.header('RateLimit-Remaining', outcome.limit - outcome.used);
     reply.header('RateLimit-Reset', outcome.resetSeconds);
     if (outcome.kind === 'exceeded') {
+      request.log.info({ reason: 'quota_exceeded', userId: outcome.userId }, 'request refused');
       return reply.code(401).header('Retry-After', outcome.resetSeconds).send({ status: 401, message: `Quota exceeded limit: ${outcome.limit}` });
     }
-    request.user = { userId: outcome.userId, quotaLimit: outcome.limit };
+    request.user.quotaLimit = outcome.limit;
+    return undefined;
   };
 }

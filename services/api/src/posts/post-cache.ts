@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import type { RedisClient } from '../../../../shared/redis';
 import type { FastifyBaseLogger } from 'fastify';
 
 /** A cached read: one post by pid, or one page of the newest-first list. */
@@ -43,7 +43,7 @@ return 1`;
  * the hash `<prefix>:posts:lists`, so one DEL drops every page. A write bumps
  * `<prefix>:posts:generation`; a reader that saw an older generation does not store its result.
  */
-export function createPostCache(redis: Redis, { prefix, ttlSeconds, log }: PostCacheOptions): PostCache {
+export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }: PostCacheOptions): PostCache {
   const generationKey = `${prefix}:posts:generation`;
   const listsKey = `${prefix}:posts:lists`;
   const postKey = (pid: number) => `${prefix}:posts:post:${pid}`;

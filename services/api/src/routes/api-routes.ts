@@ -3,6 +3,7 @@ import type { Config } from '../../../../shared/config';
 import type { ErrorBody } from '../error-handler';
 import type { ImageStore } from '../images/image-store';
 import type { AuthenticatedUser } from '../plugins/auth';
+import type { CredentialStore } from '../plugins/credential-store';
 import type { PostReader } from '../posts/cached-post-reader';
 import type { PostsRepository } from '../posts/posts-repository';
 
@@ -16,16 +17,17 @@ export interface ApiRouteOptions {
 }
 
 /**
- * A route plugin served under /api/v1 behind the layout's auth hook (request.user is set)
- * and its error handler (throw an ApiError for a 4xx in the layout's shape).
+ * A route plugin served under /api/v1 behind the layout's auth hook (`request.principal` is
+ * set: a user or a service key; `request.user` too for a user) and its error handler (throw
+ * an ApiError for a 4xx in the layout's shape). The posts routes take users only.
  */
 export type ApiRoutes = FastifyPluginAsync<ApiRouteOptions>;
 
 /** One layout: its error shape, its /api/v1 plugin and its posts routes. */
 export interface Layout {
   errorBody: ErrorBody;
-  /** Mounts `routes` behind the layout's auth, plus its unknown-endpoint answer. */
-  plugin: FastifyPluginAsync<ApiRouteOptions & { routes: ApiRoutes[] }>;
+  /** Mounts `routes` behind the layout's auth (over `credentials`), plus its unknown-endpoint answer. */
+  plugin: FastifyPluginAsync<ApiRouteOptions & { routes: ApiRoutes[]; credentials: CredentialStore }>;
   postsRoutes: ApiRoutes;
 }
 

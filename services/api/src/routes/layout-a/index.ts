@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createQuotaAuthHook } from '../../plugins/quota';
+import { chainGuards, createAuthHook, LAYOUT_A_UNAUTHORIZED } from '../../plugins/auth';
+import { createQuotaHook } from '../../plugins/quota';
 import type { Layout } from '../api-routes';
 import { postsRoutesA } from './posts-routes';
 
@@ -15,15 +16,19 @@ const INVALID_ENDPOINT = { status: 401, message: 'Invalid or missing endpoint.' 
 export const layoutA: Layout = {
   errorBody: (status, message) => ({ status, message }),
   postsRoutes: postsRoutesA,
-  plugin: async (app, { routes, config, posts, postReader, images }) => {
+  plugin: async (app, { routes, config, posts, postReader, images, credentials }) => {
     await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
-    const authenticate = createQuotaAuthHook(app.db.sequelize, config.quotaPeriodS);
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
+    // Service keys act for no user: the posts routes refuse them like any unknown credential (DESIGN §4).
+    const authenticate = chainGuards(
+      createAuthHook({ store: credentials, unauthorizedBody: LAYOUT_A_UNAUTHORIZED, serviceKeysAllowed: (request) => !postsPath.test(request.url) }),
+      createQuotaHook(app.db.sequelize, config.quotaPeriodS),
+    );
 
     app.setNotFoundHandler(
       {
         preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
-          if (postsPath.test(request.url)) return authenticate.call(app, request, reply, () => undefined);
+          if (postsPath.test(request.url)) return authenticate(request, reply);
         },
       },
       async (_request, reply) => reply.code(401).send(INVALID_ENDPOINT),

@@ -14,15 +14,20 @@ const NOT_IMPLEMENTED = { error: 'Endpoint not implemented.' };
 export const layoutB: Layout = {
   errorBody: (_status, message) => ({ message }),
   postsRoutes: postsRoutesB,
-  plugin: async (app, { routes, config, posts, postReader, images }) => {
+  plugin: async (app, { routes, config, posts, postReader, images, credentials }) => {
     await app.register(formbody);
-    const authenticate = createAuthHook(app.db.sequelize, LAYOUT_B_UNAUTHORIZED);
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
+    // Service keys act for no user: the posts routes refuse them like any unknown credential (DESIGN §4).
+    const authenticate = createAuthHook({
+      store: credentials,
+      unauthorizedBody: LAYOUT_B_UNAUTHORIZED,
+      serviceKeysAllowed: (request) => !postsPath.test(request.url),
+    });
 
     app.setNotFoundHandler(
       {
         preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
-          if (postsPath.test(request.url)) return authenticate.call(app, request, reply, () => undefined);
+          if (postsPath.test(request.url)) return authenticate(request, reply);
         },
       },
       async (_request, reply) => reply.code(501).send(NOT_IMPLEMENTED),

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../../../../../shared/db';
 import { RequestValidationError } from '../../errors';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaB, deletePostSchemaB, getPostB, listPostsB, updatePostSchemaB } from '../../schemas/layout-b';
@@ -44,6 +45,8 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
       const post = await posts.create({ userId: currentUser(request).userId, ...request.body, image: null }, 'random');
       return { status: 2001, message: 'Post added successfully.', pid: String(post.pid) };
     } catch (err) {
+      // An outage is not a failed insert: the error handler answers 503 with Retry-After.
+      if (isDatabaseUnavailable(err)) throw err;
       request.log.error({ err }, 'post insert failed');
       return { status: 2011, message: 'Unable to add post.' };
     }
@@ -53,6 +56,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
     const invalid = fieldRuleMessage(request);
     if (invalid) return { status: 4011, message: invalid };
     const updated = await posts.update(request.params.id, currentUser(request).userId, request.body).catch((err) => {
+      if (isDatabaseUnavailable(err)) throw err;
       request.log.error({ err }, 'post update failed');
       return null;
     });
@@ -61,6 +65,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
 
   app.delete<IdParams>(`/posts/${ID}`, { schema: deletePostSchemaB() }, async (request) => {
     const deleted = await posts.delete(request.params.id, currentUser(request).userId).catch((err) => {
+      if (isDatabaseUnavailable(err)) throw err;
       request.log.error({ err }, 'post delete failed');
       return null;
     });

@@ -1,0 +1,150 @@
+import { parseArgs } from 'node:util';
+import { QueryTypes } from 'sequelize';
+import { hashApiToken } from '../services/api/src/users/api-token';
+import { InvalidScopesError } from '../services/api/src/users/errors';
+import { generateServiceKey, GRANTABLE_SCOPES, parseScopes } from '../services/api/src/users/service-key';
+import { ConfigError, loadConfig } from '../shared/config';
+import { createDatabase, Database } from '../shared/db';
+
+const USAGE = `usage:
+  npm run keys -- create --name NAME --scopes S1,S2   create a service key and print {"id":..,"key":"sk_..","scopes":[..]}
+  npm run keys -- list                                one JSON line per key (never the key itself)
+  npm run keys -- revoke --id ID                      the key stops working at once
+scopes: ${GRANTABLE_SCOPES.join(', ')} (* = all)`;
+
+/** A mistake in the command line: printed with the usage, exit code 2. */
+class UsageError extends Error {}
+/** The command could not be carried out: printed alone, exit code 1. */
+class CommandError extends Error {}
+
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdout(line: string): void;
+  stderr(line: string): void;
+}
+
+const defaultIo: CliIo = {
+  env: process.env,
+  stdout: (line) => process.stdout.write(line + '\n'),
+  stderr: (line) => process.stderr.write(line + '\n'),
+};
+
+/**
+ * Manages service keys (DESIGN §4): credentials of other services and operators, sent as
+ * `Authorization: Bearer sk_...`. Only the sha256 of a key is stored; the key itself is
+ * printed once by `create`. Output is JSON lines on stdout; `--help` prints the usage.
+ *
+ * @param argv - the arguments after the script name, e.g. `['create', '--name', 'billing', '--scopes', 'webhooks:send']`
+ * @returns the exit code: 0 done, 1 failed (e.g. unknown key, database down), 2 bad arguments
+ */
+export async function runKeysCli(argv: string[], io: CliIo = defaultIo): Promise<number> {
+  try {
+    const [command, ...rest] = argv;
+    if (command === '--help' || command === '-h' || command === 'help') {
+      io.stdout(USAGE);
+      return 0;
+    }
+    const action = COMMANDS[command ?? ''];
+    if (!action) throw new UsageError(command ? `unknown command "${command}"` : 'missing command');
+    const run = action(rest);
+    const config = loadConfig(io.env, 'cli');
+    const db = createDatabase(config.databaseUrl, { poolMax: 1 });
+    try {
+      await db.ping().catch((err: Error) => {
+        throw new CommandError(`cannot reach PostgreSQL (DATABASE_URL): ${err.message}`);
+      });
+      for (const line of await run(db)) io.stdout(JSON.stringify(line));
+    } finally {
+      await db.close();
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`error: ${err.message}\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof CommandError || err instanceof ConfigError) {
+      io.stderr(`error: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/** Checks the command line at once (so a typo never costs a connection), then returns the work. */
+type Command = (args: string[]) => (db: Database) => Promise<object[]>;
+
+const COMMANDS: Record<string, Command> = {
+  create(args) {
+    const { name, scopes: rawScopes } = parse(args, { name: { type: 'string' }, scopes: { type: 'string' } });
+    if (!name?.trim()) throw new UsageError('--name is required');
+    if (rawScopes === undefined) throw new UsageError('--scopes is required');
+    let scopes: string[];
+    try {
+      scopes = parseScopes(rawScopes);
+    } catch (err) {
+      if (err instanceof InvalidScopesError) throw new UsageError(`--scopes: ${err.message}`);
+      throw err;
+    }
+    return async (db) => {
+      const key = generateServiceKey();
+      const [row] = await db.sequelize.query<{ id: number }>(
+        'INSERT INTO service_keys (name, key_hash, scopes) VALUES ($1, $2, $3) RETURNING id',
+        { bind: [name.trim(), hashApiToken(key), scopes], type: QueryTypes.SELECT },
+      );
+      return [{ id: row.id, key, scopes }];
+    };
+  },
+
+  list(args) {
+    parse(args, {});
+    return async (db) => {
+      const rows = await db.sequelize.query<{ id: number; name: string; scopes: string[]; revoked_at: Date | null; last_used_at: Date | null; created_at: Date }>(
+        'SELECT id, name, scopes, revoked_at, last_used_at, created_at FROM service_keys ORDER BY id',
+        { type: QueryTypes.SELECT },
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        name: row.name,
+        scopes: row.scopes,
+        revoked_at: row.revoked_at?.toISOString() ?? null,
+        last_used_at: row.last_used_at?.toISOString() ?? null,
+        created_at: row.created_at.toISOString(),
+      }));
+    };
+  },
+
+  revoke(args) {
+    const { id: raw } = parse(args, { id: { type: 'string' } });
+    if (raw === undefined) throw new UsageError('--id is required');
+    if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw new UsageError('--id must be a positive integer');
+    const id = Number(raw);
+    return async (db) => {
+      // A second revoke keeps the first time: the key has been dead since then.
+      const [row] = await db.sequelize.query<{ revoked_at: Date }>(
+        'UPDATE service_keys SET revoked_at = COALESCE(revoked_at, now()), updated_at = now() WHERE id = $1 RETURNING revoked_at',
+        { bind: [id], type: QueryTypes.SELECT },
+      );
+      if (!row) throw new CommandError(`no service key with id ${id}`);
+      return [{ id, revoked_at: row.revoked_at.toISOString() }];
+    };
+  },
+};
+
+function parse<T extends Record<string, { type: 'string' }>>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: false }).values as { [K in keyof T]?: string };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+if (require.main === module) {
+  runKeysCli(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`error: ${(err as Error).message}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,76 @@
+import net from 'node:net';
+
+/** A TCP forwarder on 127.0.0.1 whose link to the target a test can cut and restore. */
+export interface TcpProxy {
+  port: number;
+  /**
+   * Cuts the link: open connections are destroyed; new ones are refused (`refuse`, as a
+   * stopped server) or accepted and never answered (`hang`, as a vanished host).
+   */
+  cut(mode: 'refuse' | 'hang'): Promise<void>;
+  /** Forwards again on the same port. */
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a forwarder from a free port on 127.0.0.1 to `target`, for tests that must make
+ * a real server unreachable without stopping it (PostgreSQL here is shared by every test).
+ */
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  let mode: 'forward' | 'hang' = 'forward';
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const onConnection = (client: net.Socket) => {
+    track(client);
+    if (mode === 'hang') return;
+    const upstream = net.connect(target.port, target.host);
+    track(upstream);
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  };
+  let server = net.createServer(onConnection);
+  await listen(server, 0);
+  const port = (server.address() as net.AddressInfo).port;
+  const dropAll = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  const stop = () => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+  return {
+    port,
+    async cut(cutMode) {
+      dropAll();
+      if (cutMode === 'refuse') {
+        await stop();
+      } else {
+        mode = 'hang';
+      }
+    },
+    async restore() {
+      mode = 'forward';
+      if (!server.listening) {
+        server = net.createServer(onConnection);
+        await listen(server, port);
+      }
+    },
+    async close() {
+      dropAll();
+      await stop();
+    },
+  };
+}
+
+function listen(server: net.Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
