@@ -18,6 +18,8 @@ WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
+# The dashboard's static files are served from the sources' place; tsc copies only TypeScript.
+COPY services/api/dashboard services/api/dashboard
 # sequelize-cli loads these with require() at run time, outside dist/.
 COPY .sequelizerc ./
 COPY migrations migrations

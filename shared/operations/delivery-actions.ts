@@ -9,6 +9,7 @@ import {
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
+import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
 import { findVisibleEndpoint } from './endpoints';
@@ -97,6 +98,7 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
     url: endpoint.url,
     event: 'webhook.test',
     body: serializeEnvelope(data, { event: 'webhook.test', signable: true }),
+    traceparent: activeTraceparent(),
   });
   await queueRecordedDeliveries(deps, [id]);
   return id;

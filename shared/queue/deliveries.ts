@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
+import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
@@ -70,7 +71,9 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
     secret: options.secret ?? null,
     algo,
     signatureHeader: options.signatureHeader ?? 'X-Signature',
+    traceparent: activeTraceparent(),
   });
+  annotateActiveSpan({ [WEBHOOK_EVENT]: options.event, [WEBHOOK_ID]: id });
   await queueRecordedDeliveries(deps, [id]);
   return id;
 }

@@ -1,4 +1,5 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { serializeEnvelope } from '../webhook/signing';
 
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
@@ -26,16 +27,19 @@ export interface EventFanOut {
 export async function insertEventDeliveries(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<string[]> {
   const body = serializeEnvelope(fanOut.data, { event: fanOut.event, signable: true });
   // One round trip: the ids are drawn by PostgreSQL in the newWebhookId() format
-  // (msg_ + 22 base64url characters of a random UUID's 16 bytes).
+  // (msg_ + 22 base64url characters of a random UUID's 16 bytes). The writing request's
+  // trace travels in the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id)
+    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
      SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
-            id, url, $1, $2, user_id
+            id, url, $1, $2, user_id, $4
        FROM webhook_endpoints
       WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events)) AND (user_id IS NULL OR user_id = $3)
       ORDER BY id
      RETURNING id`,
-    { bind: [fanOut.event, body, fanOut.ownerUserId], type: QueryTypes.SELECT, transaction },
+    { bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent()], type: QueryTypes.SELECT, transaction },
   );
-  return rows.map((row) => row.id);
+  const ids = rows.map((row) => row.id);
+  annotateActiveSpan({ [WEBHOOK_EVENT]: fanOut.event, [WEBHOOK_IDS]: ids });
+  return ids;
 }

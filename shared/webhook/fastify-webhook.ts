@@ -36,7 +36,7 @@ export const webhookRawBody = fp(
 
 /**
  * A preHandler that verifies the webhook over `request.rawBody` with {@link verifyIncoming}
- * (Standard Webhooks headers when present, else the hex signature header; signable flag;
+ * (Standard Webhooks headers required unless `policy.acceptXSignatureOnly`; signable flag;
  * event pattern) and stores the result in `request.webhook`. Needs {@link webhookRawBody}.
  *
  * @throws EncryptionError (through Fastify's error handler) when anything does not verify,

@@ -13,6 +13,46 @@ export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
 /** Default Standard Webhooks timestamp window, seconds, in both directions. */
 export const DEFAULT_TOLERANCE_S = 300;
 
+/**
+ * Header names (lower case) a signature header may not take: the Standard Webhooks set, and
+ * the headers HTTP itself owns for framing, routing and the connection (RFC 9110 §7.6.1,
+ * RFC 9112 §6). A signature sent under one of these would corrupt the request or be dropped.
+ */
+export const RESERVED_HEADER_NAMES: ReadonlySet<string> = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+/** An HTTP header name: an RFC 9110 §5.6.2 token. */
+const HEADER_TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+
+/**
+ * Checks a name for the hex signature header.
+ * @returns the name unchanged
+ * @throws LogicError when it is not an HTTP token (RFC 9110) or is one of
+ *   {@link RESERVED_HEADER_NAMES}, in any case
+ */
+export function assertSignatureHeaderName(name: string): string {
+  if (!HEADER_TOKEN.test(name)) throw new LogicError(`Invalid signature header name "${name}": not an HTTP header token.`);
+  if (RESERVED_HEADER_NAMES.has(name.toLowerCase())) {
+    throw new LogicError(`Invalid signature header name "${name}": it is a reserved header.`);
+  }
+  return name;
+}
+
 /** Incoming headers as Node and Fastify give them (any case is accepted). */
 export type IncomingHeaders = Record<string, string | string[] | number | undefined>;
 

@@ -49,6 +49,14 @@ export interface IncomingPolicy extends VerifyStandardOptions {
   signatureHeader?: string;
   /** Accepted events (see {@link matchesEvent}); null accepts any. */
   event?: string | null;
+  /**
+   * Accept a webhook that carries only the hex signature header (senders such as Luminova,
+   * which have no Standard Webhooks headers). Default false: the Standard Webhooks headers are
+   * required, because the hex signature carries no timestamp, so a captured delivery with its
+   * `webhook-*` headers stripped would verify forever (DESIGN §8). A caller that turns this on
+   * must dedupe by {@link VerifiedWebhook.bodySha256} for every accepted webhook.
+   */
+  acceptXSignatureOnly?: boolean;
 }
 
 /** A verified webhook, ready for its handler. */
@@ -56,12 +64,16 @@ export interface VerifiedWebhook extends Envelope {
   /** The `webhook-id` header when signed with Standard Webhooks, else the sha256 hex of the body. */
   id: string;
   scheme: 'standard-webhooks' | 'x-signature';
+  /** Lowercase hex sha256 of the raw body, whichever scheme verified it. */
+  bodySha256: string;
 }
 
 /**
- * Verifies an incoming webhook over its raw bytes (DESIGN §8): with the Standard Webhooks
- * headers when any of them is present (so the timestamp window applies), otherwise with the
- * hex signature header; then {@link acceptEnvelope}.
+ * Verifies an incoming webhook over its raw bytes (DESIGN §8, revision 2): with the Standard
+ * Webhooks headers (standardwebhooks.com), which are required, so the timestamp window
+ * always applies; then {@link acceptEnvelope}. With `policy.acceptXSignatureOnly`, a webhook
+ * without any `webhook-*` header is verified with the hex signature header instead
+ * (Luminova's scheme); one with any of them is still held to the Standard Webhooks rules.
  *
  * @param body - the bytes exactly as they arrived
  * @throws EncryptionError naming the reason (missing header, mismatch, stale, not signable, event)
@@ -71,7 +83,8 @@ export function verifyIncoming(body: Buffer, headers: IncomingHeaders, policy: I
   const lower = new Set(Object.keys(headers).map((name) => name.toLowerCase()));
   let id: string;
   let scheme: VerifiedWebhook['scheme'];
-  if (lower.has('webhook-id') || lower.has('webhook-timestamp') || lower.has('webhook-signature')) {
+  const bodySha256 = createHash('sha256').update(body).digest('hex');
+  if (lower.has('webhook-id') || lower.has('webhook-timestamp') || lower.has('webhook-signature') || !policy.acceptXSignatureOnly) {
     id = verifyStandard(body, headers, secrets, policy).id;
     scheme = 'standard-webhooks';
   } else {
@@ -82,8 +95,8 @@ export function verifyIncoming(body: Buffer, headers: IncomingHeaders, policy: I
     if (!secrets.some((secret) => verifyHex(body, secret, signature, policy.algo))) {
       throw new EncryptionError('Signature mismatch: the payload may have been tampered with.');
     }
-    id = createHash('sha256').update(body).digest('hex');
+    id = bodySha256;
     scheme = 'x-signature';
   }
-  return { id, scheme, ...acceptEnvelope(body, policy.event) };
+  return { id, scheme, bodySha256, ...acceptEnvelope(body, policy.event) };
 }

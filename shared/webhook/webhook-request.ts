@@ -6,7 +6,16 @@ import { type EnvelopeConfig, encodeJson, serializeEnvelope } from './envelope';
 import { EncryptionError, LogicError, RequestError } from './errors';
 import { type EncodedPayload, SEND_FIELDS, type SendField, encodeForField } from './payload-encoding';
 import { createWebhookHttpClient } from './http-client';
-import { DEFAULT_SIGNATURE_HEADER, type HmacAlgo, assertAlgo, deriveSecret, newWebhookId, signedHeaders, verifyHex } from './signing';
+import {
+  DEFAULT_SIGNATURE_HEADER,
+  type HmacAlgo,
+  assertAlgo,
+  assertSignatureHeaderName,
+  deriveSecret,
+  newWebhookId,
+  signedHeaders,
+  verifyHex,
+} from './signing';
 import { acceptEnvelope } from './verify-incoming';
 
 export type { SendField };
@@ -14,10 +23,18 @@ export type { SendField };
 /** A received body: raw bytes or text as it arrived, or (Luminova-compatible) a parsed object. */
 export type ReceivedBody = Buffer | string | Record<string, unknown>;
 
-/** Where a secret comes from when none was set; each falls back to APP_KEY / WEBHOOK_SALT. */
+/** Largest answer body `send()` reads unless told otherwise, bytes (1 MiB). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+
+/**
+ * Where a secret comes from when none was set (each falls back to APP_KEY / WEBHOOK_SALT), and
+ * the bound on what `send()` reads.
+ */
 export interface WebhookRequestOptions {
   appKey?: string;
   salt?: string;
+  /** Largest answer body `send()` reads, bytes; default {@link DEFAULT_MAX_RESPONSE_BYTES}. */
+  maxResponseBytes?: number;
 }
 
 const client = createWebhookHttpClient();
@@ -42,6 +59,7 @@ export class WebhookRequest {
 
   protected method = 'POST';
   protected timeoutMs = 0;
+  protected maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES;
   protected headers: Record<string, string> = {};
   protected algo: HmacAlgo = 'sha256';
   protected signatureHeader = DEFAULT_SIGNATURE_HEADER;
@@ -62,9 +80,9 @@ export class WebhookRequest {
    * @param url - the target, absolute http(s) URL
    * @param method - HTTP method, any case; default POST
    * @param timeout - seconds to wait for the answer; 0 (the default) waits forever
-   * @param options - app key and salt for a derived secret, else the static defaults, else
-   *   the environment (APP_KEY, WEBHOOK_SALT)
-   * @throws LogicError for an invalid method or timeout
+   * @param options - app key and salt for a derived secret, else the static defaults, else the
+   *   environment (APP_KEY, WEBHOOK_SALT); and the answer size bound
+   * @throws LogicError for an invalid method, timeout or answer size bound
    */
   constructor(
     protected readonly url: string,
@@ -73,9 +91,14 @@ export class WebhookRequest {
     private readonly options: WebhookRequestOptions = {},
   ) {
     this.setMethod(method).setTimeout(timeout);
+    const maxResponseBytes = options.maxResponseBytes ?? WebhookRequest.defaults.maxResponseBytes;
+    if (maxResponseBytes !== undefined) this.setMaxResponseBytes(maxResponseBytes);
   }
 
-  /** Sets the app key and salt every instance derives secrets from unless its own options say otherwise. */
+  /**
+   * Sets the app key, salt and answer size bound of every instance created afterwards, unless
+   * its own options say otherwise.
+   */
   static setDefaults(options: WebhookRequestOptions): void {
     WebhookRequest.defaults = { ...options };
   }
@@ -179,10 +202,25 @@ export class WebhookRequest {
     return this;
   }
 
-  /** Sets the hex signature header name (default `X-Signature`). @throws LogicError when not a header token */
+  /**
+   * Sets the hex signature header name (default `X-Signature`).
+   * @throws LogicError when it is not an HTTP header token, or names a reserved header (any
+   *   case): Host, Content-Type, Content-Length, Transfer-Encoding, Connection, webhook-id,
+   *   webhook-timestamp, webhook-signature and the rest of `RESERVED_HEADER_NAMES`
+   */
   setSignatureHeader(name: string): this {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) throw new LogicError(`Invalid signature header name "${name}".`);
-    this.signatureHeader = name;
+    this.signatureHeader = assertSignatureHeaderName(name);
+    return this;
+  }
+
+  /**
+   * Sets the largest answer body `send()` reads, in bytes (default
+   * {@link DEFAULT_MAX_RESPONSE_BYTES}, 1 MiB): a larger answer fails with RequestError instead
+   * of filling memory.
+   * @throws LogicError unless a positive whole number of bytes
+   */
+  setMaxResponseBytes(bytes: number): this {
+    this.maxResponseBytes = assertMaxResponseBytes(bytes);
     return this;
   }
 
@@ -227,7 +265,8 @@ export class WebhookRequest {
   /**
    * Sends the request, signing it first when `sign()` was called. Each signed send is a new
    * message: a fresh webhook-id and timestamp. Refused or reset connections are retried up to
-   * twice; HTTP answers never are.
+   * twice; HTTP answers never are. At most `setMaxResponseBytes()` bytes of the answer are read
+   * (default 1 MiB).
    *
    * @param field - where the payload goes (see the class notes); null means `query` for GET,
    *   `body` otherwise
@@ -235,7 +274,7 @@ export class WebhookRequest {
    * @throws LogicError for an unknown field or on a listening instance
    * @throws EncryptionError when signing and the payload is empty or invalid
    * @throws RequestError with `status` and `response` on a non-2xx answer, or with a null
-   *   status on a transport failure (refused, reset, timeout)
+   *   status on a transport failure (refused, reset, timeout) or an answer larger than the bound
    */
   async send(field: SendField | null = null): Promise<AxiosResponse> {
     if (this.listening) throw new LogicError('A listening webhook cannot send; create one with new WebhookRequest(url).');
@@ -263,8 +302,18 @@ export class WebhookRequest {
 
     let response: AxiosResponse;
     try {
-      response = await client.request({ url, method: this.method, headers, data, timeout: this.timeoutMs });
+      response = await client.request({
+        url,
+        method: this.method,
+        headers,
+        data,
+        timeout: this.timeoutMs,
+        maxContentLength: this.maxResponseBytes,
+      });
     } catch (error) {
+      if (/maxContentLength/.test((error as Error).message)) {
+        throw new RequestError(`Webhook answer is larger than ${this.maxResponseBytes} bytes.`, { cause: error });
+      }
       const code = (error as { code?: string }).code ?? (error as Error).message;
       throw new RequestError(`Webhook request failed: ${code}.`, { cause: error });
     }
@@ -423,4 +472,9 @@ export class WebhookRequest {
     }
     return deriveSecret(appKey, salt, this.algo);
   }
+}
+
+function assertMaxResponseBytes(bytes: number): number {
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new LogicError(`Invalid answer size bound ${bytes}: expected whole bytes >= 1.`);
+  return bytes;
 }

@@ -35,17 +35,30 @@ describe('verifyIncoming', () => {
     expect(verifyIncoming(body, headers, policy)).toEqual({
       id: 'msg_abc',
       scheme: 'standard-webhooks',
+      bodySha256: createHash('sha256').update(body).digest('hex'),
       data: { user_id: 7 },
       event: 'user.created',
       signable: true,
     });
   });
 
-  it('when only X-Signature is present, then it decides and the id is the sha256 of the body', () => {
+  it('when only a valid X-Signature is present and the policy is the default, then it is refused for want of the Standard Webhooks headers', () => {
     const { 'X-Signature': signature } = headersFor(body);
-    const result = verifyIncoming(body, { 'x-signature': signature }, policy);
+    expect(reasonOf(() => verifyIncoming(body, { 'x-signature': signature }, policy))).toMatch(/Missing required Standard Webhooks headers/);
+  });
+
+  it('when the policy accepts X-Signature only and only X-Signature is present, then it decides and the id is the sha256 of the body', () => {
+    const { 'X-Signature': signature } = headersFor(body);
+    const result = verifyIncoming(body, { 'x-signature': signature }, { ...policy, acceptXSignatureOnly: true });
     expect(result.scheme).toBe('x-signature');
     expect(result.id).toBe(createHash('sha256').update(body).digest('hex'));
+    expect(result.bodySha256).toBe(result.id);
+  });
+
+  it('when the policy accepts X-Signature only but one Standard Webhooks header is present, then the Standard Webhooks rules still decide', () => {
+    const { 'X-Signature': signature, 'webhook-id': id } = headersFor(body);
+    const headers = { 'x-signature': signature, 'webhook-id': id };
+    expect(reasonOf(() => verifyIncoming(body, headers, { ...policy, acceptXSignatureOnly: true }))).toMatch(/Missing required Standard Webhooks headers/);
   });
 
   it('when one Standard Webhooks header is missing, then it fails instead of falling back', () => {
@@ -59,7 +72,8 @@ describe('verifyIncoming', () => {
 
   it('when no signature header is present at all, then a clean EncryptionError', () => {
     expect(() => verifyIncoming(body, { 'content-type': 'application/json' }, policy)).toThrow(EncryptionError);
-    expect(reasonOf(() => verifyIncoming(body, {}, policy))).toBe('EncryptionError: Missing x-signature header.');
+    expect(reasonOf(() => verifyIncoming(body, {}, policy))).toMatch(/Missing required Standard Webhooks headers/);
+    expect(reasonOf(() => verifyIncoming(body, {}, { ...policy, acceptXSignatureOnly: true }))).toBe('EncryptionError: Missing x-signature header.');
   });
 
   it('when the event is outside the accepted family, then it fails after the signature passed', () => {
@@ -68,6 +82,7 @@ describe('verifyIncoming', () => {
 
   it('when the secret rotates, then any of the configured secrets verifies X-Signature', () => {
     const { 'X-Signature': signature } = headersFor(body);
-    expect(verifyIncoming(body, { 'X-Signature': signature }, { ...policy, secret: ['whsec_b2xk', SECRET] }).data).toEqual({ user_id: 7 });
+    const rotating = { ...policy, secret: ['whsec_b2xk', SECRET], acceptXSignatureOnly: true };
+    expect(verifyIncoming(body, { 'X-Signature': signature }, rotating).data).toEqual({ user_id: 7 });
   });
 });

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import {
+  DEFAULT_MAX_RESPONSE_BYTES,
   EncryptionError,
   LogicError,
   RequestError,
@@ -219,6 +220,24 @@ describe('WebhookRequest.send, failures', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('when the answer is larger than the bound, then RequestError naming the bound; within it, the answer is read', async () => {
+    server.setReply({ body: 'x'.repeat(2048) });
+    const error = await captureError(new WebhookRequest(server.url).setMaxResponseBytes(1024).setPayload({ a: 1 }).send());
+    expect(error).toBeInstanceOf(RequestError);
+    expect(error.message).toBe('Webhook answer is larger than 1024 bytes.');
+
+    const response = await new WebhookRequest(server.url, 'POST', 0, { maxResponseBytes: 2048 }).setPayload({ a: 1 }).send();
+    expect(response.data).toBe('x'.repeat(2048));
+  });
+
+  it('when no bound is set, then an answer over 1 MiB is refused', async () => {
+    server.setReply({ body: Buffer.alloc(1024 * 1024 + 1, 0x61) });
+    const error = await captureError(new WebhookRequest(server.url).setPayload({ a: 1 }).send());
+    expect(error).toBeInstanceOf(RequestError);
+    expect(error.message).toBe(`Webhook answer is larger than ${DEFAULT_MAX_RESPONSE_BYTES} bytes.`);
+    expect(DEFAULT_MAX_RESPONSE_BYTES).toBe(1024 * 1024);
+  });
+
   it('when the timeout is 0, then a slow answer is awaited', async () => {
     server.setReply({ delayMs: 400 });
     const response = await new WebhookRequest(server.url).setTimeout(0).setPayload({ a: 1 }).send();
@@ -280,5 +299,24 @@ describe('WebhookRequest, derived secret and state', () => {
     expect(() => hook.setMethod('PO ST')).toThrow(LogicError);
     expect(() => hook.setTimeout(-1)).toThrow(LogicError);
     expect(() => hook.setSignatureHeader('X Sig')).toThrow(LogicError);
+    expect(() => hook.setMaxResponseBytes(0)).toThrow(LogicError);
+  });
+
+  it.each(['Host', 'content-type', 'Content-Length', 'Transfer-Encoding', 'Connection', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature'])(
+    'when the signature header is named %s (a reserved header), then LogicError',
+    (name) => {
+      const hook = new WebhookRequest(server.url);
+      expect(() => hook.setSignatureHeader(name)).toThrow(new LogicError(`Invalid signature header name "${name}": it is a reserved header.`));
+    },
+  );
+
+  it.each(['', 'X-Sig\r\nX-Injected: 1', 'X:Sig', 'Sig(1)'])('when the signature header name %j is not an HTTP token, then LogicError', (name) => {
+    expect(() => new WebhookRequest(server.url).setSignatureHeader(name)).toThrow(/not an HTTP header token/);
+  });
+
+  it('when an allowed custom signature header name is set, then the signature travels under it', async () => {
+    await new WebhookRequest(server.url).setSignatureHeader('X-Hub-Signature').setPayload({ a: 1 }).sign(SECRET).send();
+    expect(server.requests[0].headers['x-hub-signature']).toBe(signHex(server.requests[0].body, SECRET));
+    expect(server.requests[0].headers['x-signature']).toBeUndefined();
   });
 });

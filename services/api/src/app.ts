@@ -9,10 +9,12 @@ import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
 import { createRedis, pingRedis, RedisClient } from '../../../shared/redis';
+import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
 import { createCredentialStore } from './plugins/credential-store';
+import { dashboardPlugin } from './plugins/dashboard';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -51,7 +53,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
- * Routes: /health, /ready, /metrics, /docs, /docs/json, the layout at /api/v1 with the
+ * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, the layout at /api/v1 with the
  * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
@@ -84,6 +86,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   });
   app.decorateRequest('user', null);
   app.decorateRequest('principal', null);
+  app.register(requestTracing);
   // Echo the id so a client can quote it; it is in every log line of the request.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -104,6 +107,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   }
   app.register(swaggerPlugin, { layout: config.apiLayout });
   app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) } });
+  app.register(dashboardPlugin);
 
   const images = createImageStore(config.uploadDir);
   const cache = createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log });

@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
 import { createRedis, describeRedisTarget, whenReady } from '../../../shared/redis';
+import { startTracing } from '../../../shared/tracing';
 import { buildApp } from './app';
 import { UploadDirectoryError } from './images/errors';
 
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
     await database.close().catch(() => undefined);
     fail(`cannot reach PostgreSQL at ${redact(config.databaseUrl)} (DATABASE_URL): ${(err as Error).message}`);
   }
+  const tracing = await startTracing({ serviceName: `api-${config.apiLayout}`, endpoint: config.otelExporterOtlpEndpoint });
   const redis = createRedis(config, 'client', { commandTimeout: 1_000 });
   let app;
   try {
@@ -52,6 +54,7 @@ async function main(): Promise<void> {
     if (err) app.log.error({ err }, 'shutting down after an error');
     else app.log.info({ signal }, 'shutting down');
     await app.close();
+    await tracing?.shutdown();
   });
 
   await app.listen({ host: config.host, port: config.port });

@@ -3,26 +3,63 @@ import type { Config } from '../../../shared/config';
 import { type Database, createDatabase } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
 import { healthRoutes } from '../../../shared/http/health-routes';
+import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
+import { insertDeliveries } from '../../../shared/queue/outbox';
+import { type RedisClient, createRedis } from '../../../shared/redis';
+import { createImageStore } from '../../api/src/images/image-store';
+import { createPostCache } from '../../api/src/posts/post-cache';
+import { createPostsRepository } from '../../api/src/posts/posts-repository';
 import { webhookRoutes } from './routes/webhooks';
 
-/** What a caller may hand in instead of letting the app create it. */
+/** What a caller may hand in instead of letting the app create it; the app closes what it is given. */
 export interface ReceiverDeps {
-  /** An open database; default: one created from `config.databaseUrl`, closed with the app. */
+  /** An open database; default: one created from `config.databaseUrl`. */
   database?: Database;
+  /** The Redis holding Layout A's cache; default: one from the config (REDIS_URL or REDIS_CLUSTER_NODES). */
+  redis?: RedisClient;
   metrics?: Metrics;
 }
+
+// Matches the api's: the receiver only invalidates, so this bounds nothing it writes.
+const CACHE_TTL_SECONDS = 300;
 
 /**
  * Builds the receiver (DESIGN §1, §8) and never listens: `POST /webhooks/users`,
  * `POST /webhooks/posts`, `GET /health`, `GET /ready` (database reachable), `GET /metrics`.
- * `app.close()` closes the database.
+ * A user's posts are deleted through the api's posts repository, so Layout A's cache in Redis
+ * (REDIS_URL, REDIS_PREFIX) is invalidated and their images leave UPLOAD_DIR. Redis being
+ * away degrades to a logged, TTL-bounded stale cache, never a failed webhook.
+ * `app.close()` closes the database and the Redis connection.
+ *
+ * @throws UploadDirectoryError when UPLOAD_DIR cannot be created or written
  */
 export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise<FastifyInstance> {
+  // First: it may throw, and nothing is open yet.
+  const images = createImageStore(config.uploadDir);
   const app = Fastify({ logger: { level: config.logLevel }, bodyLimit: 1024 * 1024 });
-  await app.register(databasePlugin, { database: deps.database ?? createDatabase(config.databaseUrl) });
+  const database = deps.database ?? createDatabase(config.databaseUrl);
+  const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
+  redis.on('error', (err) => app.log.debug({ err }, 'receiver redis connection error'));
+  await app.register(databasePlugin, { database });
+  await app.register(redisPlugin, { redis });
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics('receiver') });
   await app.register(healthRoutes, { checks: { database: () => app.db.ping() } });
-  await app.register(webhookRoutes, { prefix: '/webhooks', secrets: config.receiverSecrets, toleranceS: config.receiverToleranceS });
+
+  const posts = createPostsRepository({
+    sequelize: database.sequelize,
+    // No queue here: the rows wait for the api's outbox relay (DESIGN §6).
+    events: { record: async (transaction, event, data) => void (await insertDeliveries(database.sequelize, transaction, event, data)) },
+    cache: createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log }),
+    removeImage: images.remove,
+    log: app.log,
+  });
+  await app.register(webhookRoutes, {
+    prefix: '/webhooks',
+    secrets: config.receiverSecrets,
+    toleranceS: config.receiverToleranceS,
+    acceptXSignatureOnly: config.receiverAcceptXSignatureOnly,
+    users: { posts, credentialsChanged: async () => undefined },
+  });
   return app;
 }

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
 import { createMetrics } from '../../../shared/metrics';
+import { startTracing } from '../../../shared/tracing';
 import { createMetricsServer } from './metrics-server';
 import { createWebhookWorker } from './worker';
 
@@ -20,6 +21,7 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { service: 'webhook-worker' } });
   for (const warning of config.warnings) logger.warn(warning);
 
+  const tracing = await startTracing({ serviceName: 'webhook-worker', endpoint: config.otelExporterOtlpEndpoint });
   const db = createDatabase(config.databaseUrl, { poolMax: Math.min(config.workerConcurrency, MAX_POOL) });
   await db.ping();
   const metrics = createMetrics('webhook-worker');
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
     const { forced } = await worker.close(config.workerShutdownTimeoutMs);
     if (forced) logger.warn('jobs still in flight were left to stalled-job recovery');
     await db.close();
+    await tracing?.shutdown();
   });
 
   worker

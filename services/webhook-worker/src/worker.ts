@@ -9,6 +9,7 @@ import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
 import { createDeliveryProcessor } from './process-delivery';
 import { createRetryPolicy } from './retry-policy';
+import { traceAttempts, traceDeliveryJobs } from './tracing';
 
 /** Options of {@link createWebhookWorker}. */
 export interface WebhookWorkerOptions {
@@ -69,18 +70,19 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const processor = createDeliveryProcessor({
     config,
     store: createDeliveryStore(options.db.sequelize),
-    sender,
+    sender: traceAttempts(sender),
     policy: createRetryPolicy(config.webhookRetrySchedule, options.random),
     logger,
     metrics: options.metrics,
   });
+  const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
   const graceMs = options.watchdog?.graceMs ?? 30_000;
 
   function start(): Instance {
     const connection = createRedis(config, 'worker');
     connection.on('error', (error) => logger.debug({ err: error }, 'worker redis connection error'));
-    const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, processor, {
+    const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, tracedProcessor, {
       connection,
       prefix: config.redisPrefix,
       concurrency: config.workerConcurrency,

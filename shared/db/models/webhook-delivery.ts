@@ -29,6 +29,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   /** Set once the job is in the queue; null rows are picked up by the outbox relay. */
   declare enqueuedAt: CreationOptional<Date | null>;
   declare deliveredAt: CreationOptional<Date | null>;
+  /** W3C Trace Context of the request that wrote it, when tracing is on (DESIGN §12). */
+  declare traceparent: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -53,6 +55,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         lastError: { type: DataTypes.TEXT, allowNull: true },
         enqueuedAt: { type: DataTypes.DATE, allowNull: true },
         deliveredAt: { type: DataTypes.DATE, allowNull: true },
+        traceparent: { type: DataTypes.TEXT, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },

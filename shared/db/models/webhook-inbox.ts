@@ -5,6 +5,8 @@ export class WebhookInbox extends Model<InferAttributes<WebhookInbox>, InferCrea
   declare webhookId: string;
   declare topic: string;
   declare event: string | null;
+  /** Lowercase hex sha256 of the accepted body; null for rows older than the column. */
+  declare bodySha256: CreationOptional<string | null>;
   declare receivedAt: CreationOptional<Date>;
   declare processedAt: CreationOptional<Date | null>;
 
@@ -14,6 +16,7 @@ export class WebhookInbox extends Model<InferAttributes<WebhookInbox>, InferCrea
         webhookId: { type: DataTypes.TEXT, primaryKey: true },
         topic: { type: DataTypes.TEXT, allowNull: false },
         event: { type: DataTypes.TEXT, allowNull: true },
+        bodySha256: { type: DataTypes.TEXT, allowNull: true, field: 'body_sha256' },
         receivedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
         processedAt: { type: DataTypes.DATE, allowNull: true },
       },

@@ -38,6 +38,19 @@ export interface PostsRepository {
   update(pid: number, ownerId: number, changes: PostChanges): Promise<PostRecord | null>;
   /** The deleted post; null when it does not exist or belongs to another user. */
   delete(pid: number, ownerId: number): Promise<PostRecord | null>;
+  /**
+   * Deletes every post of `ownerId` inside the caller's `transaction` (a user being deleted),
+   * recording a `post.deleted` event for each in that transaction. The cache and the image
+   * files are left alone until the caller's commit: pass the result to {@link forgetDeleted}
+   * then, and only then (a rollback must keep the posts' images).
+   * @returns the deleted posts, none when the user had none
+   */
+  deleteAllByOwner(ownerId: number, transaction: Transaction): Promise<PostRecord[]>;
+  /**
+   * After the deletion committed: drops the posts from the cache and removes their image
+   * files. Never throws: failures are logged (the cache TTL bounds a missed invalidation).
+   */
+  forgetDeleted(posts: readonly PostRecord[]): Promise<void>;
 }
 
 export interface PostsRepositoryDeps {
@@ -80,6 +93,16 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       if (row) return row;
     }
     throw new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
+  }
+
+  async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {
+    for (const post of posts) {
+      await cache.invalidate(post.pid);
+      if (post.image) {
+        const image = post.image;
+        await removeImage(image).catch((err) => log.warn({ err, pid: post.pid, image }, 'removing a deleted post image failed'));
+      }
+    }
   }
 
   return {
@@ -141,11 +164,16 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         return record;
       });
       if (!deleted) return null;
-      await cache.invalidate(pid);
-      if (deleted.image) {
-        await removeImage(deleted.image).catch((err) => log.warn({ err, pid, image: deleted.image }, 'removing a deleted post image failed'));
-      }
+      await forgetDeleted([deleted]);
       return deleted;
     },
+
+    async deleteAllByOwner(ownerId, transaction) {
+      const deleted = (await rows(`DELETE FROM posts WHERE user_id = $1 RETURNING ${POST_COLUMNS}`, [ownerId], transaction)).map(toPostRecord);
+      for (const record of deleted) await events.record(transaction, 'post.deleted', toDeletedData(record));
+      return deleted;
+    },
+
+    forgetDeleted,
   };
 }

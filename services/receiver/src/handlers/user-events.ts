@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
 import Joi from 'joi';
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
-import { insertDeliveries } from '../../../../shared/queue/outbox';
+import type { Sequelize, Transaction } from 'sequelize';
+import type { PostsRepository } from '../../../api/src/posts/posts-repository';
+import type { AfterCommit } from '../inbox';
 
 /** Events that create or update a user (upsert by user_id). */
 const UPSERT_EVENTS = new Set(['user.created', 'user.registered', 'user.updated']);
@@ -52,6 +54,26 @@ export class UserEventError extends Error {
   }
 }
 
+/** What {@link applyUserEvent} works with. */
+export interface UserEventDeps {
+  sequelize: Sequelize;
+  /** The api's posts repository: deletes a user's posts as the api would (events, cache, images). */
+  posts: Pick<PostsRepository, 'deleteAllByOwner' | 'forgetDeleted'>;
+  /**
+   * Tells every api process that the user's credentials changed (deleted, token replaced or
+   * revoked), so none keeps accepting a cached token. Called after the commit.
+   */
+  credentialsChanged(userId: number): Promise<void>;
+  log: FastifyBaseLogger;
+}
+
+/** What one user event came to: whether it applied, and what must follow the commit. */
+export interface UserEventOutcome {
+  result: 'applied' | 'ignored';
+  /** Run once the inbox transaction commits; never throws (failures are logged). */
+  afterCommit?: AfterCommit;
+}
+
 /**
  * Applies one verified user event to `users` inside the inbox transaction.
  * - `user.created`, `user.registered`, `user.updated`: upsert by user id. `_data` is
@@ -61,25 +83,37 @@ export class UserEventError extends Error {
  *   `quotaLimit` are accepted too. An existing user changes only in the fields given; a new
  *   one needs an email and is named by it when no name is given. A given `token` is stored
  *   only as its sha256 hex (the api's bearer token); `token: null` revokes it.
- * - `user.deleted`: the same id forms; the user's posts go with it, each recorded as a
- *   `post.deleted` event in the outbox. Deleting an unknown user is not an error.
+ * - `user.deleted`: the same id forms; the user's posts go first, through the posts
+ *   repository, each recorded as a `post.deleted` event in the outbox (the api's relay queues
+ *   it: the receiver has no queue); after the commit their cache entries and image files go.
+ *   Deleting an unknown user is not an error.
+ * After the commit of a deletion or of a given `token`, the api processes are told the
+ * user's credentials changed (`credentialsChanged`).
  *
- * @returns `applied`, or `ignored` for any other `user.*` event
+ * @returns `applied` (with the after-commit step), or `ignored` for any other `user.*` event
  * @throws UserEventError when `_data` has no valid user id or a field of the wrong type, or a
  *   new user has no email; database errors (such as an e-mail address another user already
  *   has) as they come
  */
 export async function applyUserEvent(
-  sequelize: Sequelize,
+  deps: UserEventDeps,
   event: string | null,
   data: unknown,
   transaction: Transaction,
-): Promise<'applied' | 'ignored'> {
-  if (event === null || (event !== 'user.deleted' && !UPSERT_EVENTS.has(event))) return 'ignored';
+): Promise<UserEventOutcome> {
+  if (event === null || (event !== 'user.deleted' && !UPSERT_EVENTS.has(event))) return { result: 'ignored' };
+  const { sequelize } = deps;
   const input = validate(normaliseUser(data), event);
   if (event === 'user.deleted') {
-    await deleteUser(sequelize, input.user_id, transaction);
-    return 'applied';
+    const posts = await deps.posts.deleteAllByOwner(input.user_id, transaction);
+    await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId: input.user_id }, transaction });
+    return {
+      result: 'applied',
+      afterCommit: async () => {
+        await deps.posts.forgetDeleted(posts);
+        await announceCredentialChange(deps, input.user_id);
+      },
+    };
   }
   const replacements = {
     userId: input.user_id,
@@ -89,27 +123,17 @@ export async function applyUserEvent(
     tokenGiven: input.token !== undefined,
     quotaLimit: input.quota_limit ?? null,
   };
+  const afterCommit = replacements.tokenGiven ? () => announceCredentialChange(deps, input.user_id) : undefined;
   const [, updated] = await sequelize.query(UPDATE_SQL, { replacements, transaction });
-  if ((updated as { rowCount?: number }).rowCount === 1) return 'applied';
+  if ((updated as { rowCount?: number }).rowCount === 1) return { result: 'applied', afterCommit };
   if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
   await sequelize.query(INSERT_SQL, { replacements: { ...replacements, name: input.name ?? input.email }, transaction });
-  return 'applied';
+  return { result: 'applied', afterCommit };
 }
 
-/**
- * Deletes the user's posts one statement ahead of the user, so each becomes a `post.deleted`
- * event for the subscribers (DESIGN §6) instead of vanishing in a cascade. The rows commit with
- * the inbox row; the api's outbox relay queues them, since the receiver has no queue.
- */
-async function deleteUser(sequelize: Sequelize, userId: number, transaction: Transaction): Promise<void> {
-  const posts = await sequelize.query<{ pid: number; post_uuid: string; user_id: number }>(
-    'DELETE FROM posts WHERE user_id = :userId RETURNING pid, post_uuid, user_id',
-    { replacements: { userId }, type: QueryTypes.SELECT, transaction },
-  );
-  for (const post of posts) {
-    await insertDeliveries(sequelize, transaction, 'post.deleted', { pid: post.pid, uuid: post.post_uuid, user_id: post.user_id });
-  }
-  await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId }, transaction });
+// The change is committed either way; a lost announcement is logged for the operator.
+async function announceCredentialChange(deps: UserEventDeps, userId: number): Promise<void> {
+  await deps.credentialsChanged(userId).catch((err) => deps.log.error({ err, userId }, 'announcing a credential change failed'));
 }
 
 /**

@@ -1,0 +1,71 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsync } from 'fastify';
+
+/** Where the page is served; its scripts and styles live below `${DASHBOARD_PATH}/assets/`. */
+export const DASHBOARD_PATH = '/dashboard';
+
+/**
+ * The page runs only its own files and talks only to this origin: no inline script or style,
+ * no framing, no form posts elsewhere. API answers are attacker-influenced (endpoint URLs,
+ * response excerpts), so the policy backs up the page's rule of rendering them as text only.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const SECURITY_HEADERS = {
+  'Content-Security-Policy': DASHBOARD_CSP,
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+};
+
+/**
+ * The dashboard's static files (DESIGN §11): `services/api/dashboard/` from the project root.
+ * Found by walking up to package.json, so the same code works from the TypeScript sources
+ * (tests) and from `dist/` (the build compiles TypeScript only and leaves these files in place).
+ *
+ * @throws Error when no ancestor of this module holds package.json and the dashboard folder
+ */
+export function dashboardDirectory(from: string = __dirname): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'services', 'api', 'dashboard');
+    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(candidate, 'index.html'))) return candidate;
+    if (path.dirname(dir) === dir) throw new Error(`dashboard files not found above ${from}`);
+  }
+}
+
+/**
+ * `GET /dashboard`: the operators' and users' web page over the public API of DESIGN §11,
+ * plus its assets at `/dashboard/assets/*`, every answer with a strict Content-Security-Policy.
+ * The page holds no data and needs no authentication; it signs in against /api/v1 itself.
+ * Register without a prefix; it is encapsulated, so its headers apply to its routes only.
+ */
+export const dashboardPlugin: FastifyPluginAsync<{ directory?: string }> = async (app, options) => {
+  const directory = options.directory ?? dashboardDirectory();
+  const page = readFileSync(path.join(directory, 'index.html'));
+  app.addHook('onSend', async (_request, reply) => {
+    reply.headers(SECURITY_HEADERS);
+  });
+  app.get(DASHBOARD_PATH, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').header('Cache-Control', 'no-cache').send(page),
+  );
+  await app.register(fastifyStatic, {
+    root: path.join(directory, 'assets'),
+    prefix: `${DASHBOARD_PATH}/assets/`,
+    decorateReply: false,
+    index: false,
+    // Revalidate by ETag: a new release's page never runs an old script.
+    cacheControl: true,
+    maxAge: 0,
+  });
+};

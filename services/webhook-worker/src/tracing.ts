@@ -1,0 +1,66 @@
+import { DelayedError, Job } from 'bullmq';
+import { QueryTypes, Sequelize } from 'sequelize';
+import { WEBHOOK_QUEUE_NAME, WebhookJobData } from '../../../shared/queue';
+import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode, tracingEnabled, WEBHOOK_ID } from '../../../shared/tracing';
+import type { HttpSender } from './http-sender';
+
+type Processor<J extends Job<WebhookJobData>> = (job: J, token?: string) => Promise<void>;
+
+/**
+ * With tracing on, runs each job inside a CONSUMER span `webhooks process` (OpenTelemetry
+ * messaging conventions) whose parent is the delivery row's `traceparent`: the trace of the
+ * api request that wrote the delivery, however often the job was lost and queued again.
+ * With tracing off, returns `processor` itself.
+ */
+export function traceDeliveryJobs<J extends Job<WebhookJobData>>(processor: Processor<J>, sequelize: Sequelize): Processor<J> {
+  if (!tracingEnabled()) return processor;
+  return async (job, token) => {
+    const rows = await sequelize.query<{ traceparent: string | null }>('SELECT traceparent FROM webhook_deliveries WHERE id = $1', {
+      bind: [job.data.deliveryId],
+      type: QueryTypes.SELECT,
+    });
+    const attributes = {
+      [WEBHOOK_ID]: job.data.deliveryId,
+      'messaging.system': 'bullmq',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': WEBHOOK_QUEUE_NAME,
+      'messaging.message.id': job.id ?? job.data.deliveryId,
+    };
+    return inSpan(
+      `${WEBHOOK_QUEUE_NAME} process`,
+      // A postponed attempt (DelayedError) is BullMQ's retry signal, not a failed job.
+      { kind: SpanKind.CONSUMER, attributes, parent: contextFromTraceparent(rows[0]?.traceparent), isFailure: (error) => !(error instanceof DelayedError) },
+      () => processor(job, token),
+    );
+  };
+}
+
+/**
+ * With tracing on, wraps each HTTP attempt in a CLIENT span `<METHOD>` (OpenTelemetry HTTP
+ * conventions) carrying `webhook.id` (from the signed `webhook-id` header), the target
+ * without its query string (which may hold a token) and the answer's status. An attempt that
+ * got no answer (timeout, refused target) is marked failed with the reason.
+ */
+export function traceAttempts(sender: HttpSender): HttpSender {
+  if (!tracingEnabled()) return sender;
+  return {
+    close: () => sender.close(),
+    send: (request) => {
+      const url = new URL(request.url);
+      const attributes = {
+        [WEBHOOK_ID]: request.headers['webhook-id'],
+        'http.request.method': request.method,
+        'url.full': `${url.protocol}//${url.host}${url.pathname}`,
+        'server.address': url.hostname,
+        'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+      };
+      return inSpan(request.method, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+        const result = await sender.send(request);
+        if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
+        if (result.error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
+        else if (result.statusCode !== null && result.statusCode >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+        return result;
+      });
+    },
+  };
+}
