@@ -22,9 +22,10 @@ const CHROMIUM_ARGS = [
 ];
 const SERVICE_KEY = 'sk_dashboard_browser_test_0123456789abcdefghijk';
 const USER_TOKEN = 'dashboard-browser-test-user-token-0001';
+const ACCEPTED = '{"status":"OK","message":"Accepted"}';
 // API answers are attacker-influenced: the page must show these as text and never run them.
-const HOSTILE_DESCRIPTION = `<img src=x onerror="document.title='owned'">`;
-const HOSTILE_RESPONSE = `<html><img src=x onerror="document.title='owned'"><script>document.title='owned'</script>accepted</html>`;
+const HOSTILE_DESCRIPTION = `Flaky peer <img src=x onerror="document.title='owned'">`;
+const HOSTILE_RESPONSE = `<html><img src=x onerror="document.title='owned'"><script>document.title='owned'</script>down</html>`;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -43,7 +44,9 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
   let peer: RecordingServer;
   let apiUrl: string;
   let endpointId: number;
+  let flakyEndpointId: number;
   let deliveryId: string;
+  let flakyDeliveryId: string;
   let userDataDir: string;
   let browser: BrowserContext;
   const services: ServiceProcess[] = [];
@@ -52,16 +55,26 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     env = await createTestEnvironment();
     db = new Client({ connectionString: env.databaseUrl });
     await db.connect();
-    peer = await startRecordingServer({ status: 200, headers: { 'content-type': 'text/html' }, body: HOSTILE_RESPONSE });
+    peer = await startRecordingServer();
+    peer.setReply((request) =>
+      request.path === '/hooks/posts'
+        ? { status: 200, headers: { 'content-type': 'application/json' }, body: ACCEPTED }
+        : { status: 500, headers: { 'content-type': 'text/html' }, body: HOSTILE_RESPONSE },
+    );
     await db.query(`INSERT INTO users (user_id, user_name, user_email, api_token_hash) VALUES (1, 'writer', 'writer@example.com', $1)`, [
       sha256(USER_TOKEN),
     ]);
     await db.query(`INSERT INTO service_keys (name, key_hash, scopes) VALUES ('dashboard test', $1, '{*}')`, [sha256(SERVICE_KEY)]);
-    const endpoint = await db.query(
-      `INSERT INTO webhook_endpoints (url, secret, events, description) VALUES ($1, $2, '{post.created}', $3) RETURNING id`,
-      [`${peer.url}/hooks/posts`, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', HOSTILE_DESCRIPTION],
-    );
-    endpointId = endpoint.rows[0].id;
+    const addEndpoint = async (url: string, description: string) =>
+      (
+        await db.query(`INSERT INTO webhook_endpoints (url, secret, events, description) VALUES ($1, $2, '{post.created}', $3) RETURNING id`, [
+          url,
+          'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+          description,
+        ])
+      ).rows[0].id as number;
+    endpointId = await addEndpoint(`${peer.url}/hooks/posts`, 'Posts sink');
+    flakyEndpointId = await addEndpoint(`${peer.url}/hooks/flaky`, HOSTILE_DESCRIPTION);
 
     const [apiPort, workerPort] = [await freePort(), await freePort()];
     const shared = {
@@ -89,11 +102,10 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
       body: JSON.stringify({ title: 'Seen on the dashboard', body: 'A post whose delivery the dashboard shows', userId: 1 }),
     });
     expect(created.status).toBe(200);
-    deliveryId = await waitFor(
-      async () => (await db.query(`SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'succeeded'`, [endpointId])).rows[0]?.id as string,
-      15_000,
-      'the post.created delivery to succeed',
-    );
+    const deliveryTo = (id: number, status: string) => async () =>
+      (await db.query(`SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND status = $2`, [id, status])).rows[0]?.id as string;
+    deliveryId = await waitFor(deliveryTo(endpointId, 'succeeded'), 15_000, 'the post.created delivery to succeed');
+    flakyDeliveryId = await waitFor(deliveryTo(flakyEndpointId, 'failed'), 15_000, 'the delivery to the flaky peer to fail');
 
     userDataDir = mkdtempSync(path.join(tmpdir(), 'dashboard-chromium-'));
     browser = await chromium.launchPersistentContext(userDataDir, {
@@ -142,15 +154,20 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     await deliveryRow.click();
     const detail = page.locator(`#delivery [data-delivery-id="${deliveryId}"]`);
     await detail.locator('.attempt[data-attempt-number="1"]').waitFor();
-    expect(await detail.locator('.attempt .excerpt').first().textContent()).toBe(HOSTILE_RESPONSE);
+    expect(await detail.locator('.attempt .excerpt').first().textContent()).toBe(ACCEPTED);
 
     await detail.getByRole('button', { name: 'Redeliver' }).click();
     await page.locator('#delivery .attempt[data-attempt-number="2"]').waitFor({ timeout: 20_000 });
     expect(await page.locator('#delivery h3').textContent()).toBe('Attempts (2)');
-    expect(peer.requests.map((request) => request.headers['webhook-id'])).toEqual([deliveryId, deliveryId]);
+    const sentToSink = peer.requests.filter((request) => request.path === '/hooks/posts');
+    expect(sentToSink.map((request) => request.headers['webhook-id'])).toEqual([deliveryId, deliveryId]);
+    await page.locator(`tr[data-delivery-id="${deliveryId}"]`).getByText('2', { exact: true }).waitFor();
 
-    // The hostile description and response excerpt are on the page as text, and did nothing.
-    expect(await endpointRow.textContent()).toContain(HOSTILE_DESCRIPTION);
+    // The flaky peer's hostile description and response are on the page as text, and did nothing.
+    expect(await page.locator(`tr[data-endpoint-id="${flakyEndpointId}"] .description`).textContent()).toBe(HOSTILE_DESCRIPTION);
+    await page.locator(`tr[data-delivery-id="${flakyDeliveryId}"]`).click();
+    await page.locator(`#delivery [data-delivery-id="${flakyDeliveryId}"] .attempt`).first().waitFor();
+    expect(await page.locator('#delivery .excerpt').first().textContent()).toBe(HOSTILE_RESPONSE);
     expect(await page.locator('main img, main script').count()).toBe(0);
     expect(await page.title()).toBe('Webhooks dashboard');
     expect(problems).toEqual([]);
@@ -160,8 +177,10 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
 
     const screenshot = process.env.DASHBOARD_SCREENSHOT;
     if (screenshot) {
+      await page.locator(`tr[data-delivery-id="${deliveryId}"]`).click();
+      await page.locator(`#delivery [data-delivery-id="${deliveryId}"] .attempt`).first().waitFor();
       await page.evaluate('window.scrollTo(0, 0)');
-      await page.screenshot({ path: path.resolve(ROOT, screenshot) });
+      await page.screenshot({ path: path.resolve(ROOT, screenshot), fullPage: true });
     }
     await page.close();
   });

@@ -94,6 +94,11 @@ describe('with REDIS_CLUSTER_NODES, the system runs on a Redis Cluster', () => {
     const read = await fetch(`http://127.0.0.1:${apiPort}/api/v1/posts/${pid}`, { headers });
     expect(read.status).toBe(200);
     await waitFor(async () => (await redis.exists(`${prefix}:posts:post:${pid}`)) === 1, 5_000, 'the post to be cached');
+
+    // Every key the system wrote (queue, cache, limits, breakers...) is under the hash tag, so
+    // multi-key commands never span slots.
+    const keys = (await Promise.all(redis.nodes('master').map(async (node) => node.keys('*')))).flat();
+    expect(keys.filter((key) => !key.startsWith(`${prefix}:`))).toEqual([]);
   });
 
   it('when keys spread over every master are deleted by prefix, then none is left', async () => {

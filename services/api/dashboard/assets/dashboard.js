@@ -25,6 +25,8 @@ let filters = {};
 let selectedDelivery = null;
 /** Increments whenever the shown delivery changes, so a stale poll stops drawing. */
 let watchGeneration = 0;
+/** Increment per load, so an answer overtaken by a later load is dropped, not drawn. */
+const loads = { endpoints: 0, deliveries: 0 };
 
 /** @param {string} method @param {string} path @param {unknown} [body] */
 async function api(method, path, body) {
@@ -161,15 +163,19 @@ function fillEventNames(catalog) {
 async function loadEndpoints() {
   const container = byId('endpoints');
   const cursor = endpointPages.cursors[endpointPages.cursors.length - 1];
-  replace(container, h('p', { class: 'muted' }, 'Loading endpoints…'));
+  const load = ++loads.endpoints;
+  // A refresh keeps the current table until the new one is ready, so nothing jumps.
+  if (!container.querySelector('table')) replace(container, h('p', { class: 'muted' }, 'Loading endpoints…'));
   let page;
   try {
     page = await api('GET', `/endpoints${query({ limit: PAGE_SIZE, cursor })}`);
   } catch (error) {
+    if (load !== loads.endpoints) return;
     replace(container, inlineError(error));
     replace(byId('endpoints-pager'));
     return;
   }
+  if (load !== loads.endpoints) return;
   const endpoints = Array.isArray(page?.data) ? page.data : [];
   endpointPages.next = page?.next_cursor ?? null;
   fillEndpointFilter(endpoints);
@@ -188,6 +194,8 @@ async function loadEndpoints() {
     return;
   }
   const rows = endpoints.map((endpoint) => endpointRow(endpoint));
+  await Promise.all(rows.map((row) => row.loadStats()));
+  if (load !== loads.endpoints) return;
   replace(
     container,
     h(
@@ -198,7 +206,6 @@ async function loadEndpoints() {
       h('tbody', {}, rows.map((row) => row.element)),
     ),
   );
-  await Promise.all(rows.map((row) => row.loadStats()));
 }
 
 /** @param {any} endpoint */
@@ -462,14 +469,17 @@ function applyFilters() {
 async function loadDeliveries() {
   const container = byId('deliveries');
   const cursor = deliveryPages.cursors[deliveryPages.cursors.length - 1];
+  const load = ++loads.deliveries;
   let page;
   try {
     page = await api('GET', `/webhooks${query({ ...filters, limit: PAGE_SIZE, cursor })}`);
   } catch (error) {
+    if (load !== loads.deliveries) return;
     replace(container, inlineError(error));
     replace(byId('deliveries-pager'));
     return;
   }
+  if (load !== loads.deliveries) return;
   const deliveries = Array.isArray(page?.data) ? page.data : [];
   deliveryPages.next = page?.next_cursor ?? null;
   renderPager(byId('deliveries-pager'), deliveryPages, loadDeliveries);
@@ -557,7 +567,8 @@ async function openDelivery(id, options = {}) {
     const waiting = options.watchForAttemptsAbove !== undefined && attempts.length <= options.watchForAttemptsAbove && Date.now() < deadline;
     replace(container, deliveryView(delivery, attempts, waiting));
     if (!waiting) {
-      if (options.watchForAttemptsAbove !== undefined) await loadDeliveries();
+      // The new attempt also changed the list's row and the endpoint's health.
+      if (options.watchForAttemptsAbove !== undefined) await Promise.all([loadDeliveries(), loadEndpoints()]);
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, WATCH_EVERY_MS));
