@@ -16,7 +16,7 @@ import {
   updateEndpoint,
 } from '../shared/operations';
 
-const USAGE = `Usage:
+const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
@@ -45,11 +45,13 @@ class UsageError extends Error {
  * "active":false}`, `enable` `{"id":..,"active":true}` (clears the disabled reason), `delete`
  * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
  * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
- * signing until then). Endpoints made here are operator endpoints. Errors go to stderr; a
- * wrong command line (unknown event names included) exits with 2, any other failure with 1.
+ * signing until then). Endpoints made here are operator endpoints. `--help` prints the usage
+ * on stdout. Errors go to stderr as `error: <message>`; a wrong command line (unknown event
+ * names included; followed by the usage) exits with 2, any other failure with 1.
  */
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || command === 'help') return print(USAGE);
   const { values } = parse(rest);
   if (command === 'add') return run((db) => add(db, values));
   if (command === 'list') return run(list);
@@ -204,7 +206,7 @@ function requireOption(value: string | undefined, name: string): string {
 }
 
 function print(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
+  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -30,12 +30,18 @@ const defaultIo: CliIo = {
  * Manages API users and their bearer tokens (DESIGN §4). Only the sha256 of a token is
  * stored; the token itself is printed once, in one JSON line on stdout.
  *
+ * `--help` prints the usage on stdout.
+ *
  * @param argv - the arguments after the script name, e.g. `['create', '--name', 'Ann', '--email', 'a@example.com']`
  * @returns the exit code: 0 done, 1 failed (e.g. unknown user, duplicate email, database down), 2 bad arguments
  */
 export async function runUsersCli(argv: string[], io: CliIo = defaultIo): Promise<number> {
   try {
     const [command, ...rest] = argv;
+    if (command === '--help' || command === '-h' || command === 'help') {
+      io.stdout(USAGE);
+      return 0;
+    }
     const action = COMMANDS[command ?? ''];
     if (!action) throw new UsageError(command ? `unknown command "${command}"` : 'missing command');
     const config = loadConfig(io.env, 'cli');

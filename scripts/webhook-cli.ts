@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { type Config, loadConfig } from '../shared/config';
 import { type SendField, WebhookRequest } from '../shared/webhook';
 
-const USAGE = `Usage: npm run webhook -- send --url URL --event EVENT --data JSON [options]
+const USAGE = `usage: npm run webhook -- send --url URL --event EVENT --data JSON [options]
   --secret S        shared secret (default: derived from APP_KEY and WEBHOOK_SALT)
   --method M        HTTP method (default POST; with --queue: POST, PUT, PATCH or DELETE)
   --field F         body | query | form_params | multipart (default: query for GET, else body)
@@ -36,6 +36,7 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
   let values: Record<string, string | undefined>;
   let queued: boolean;
   let command: string | undefined;
+  let help: boolean;
   try {
     const parsed = parseArgs({
       args: argv,
@@ -50,22 +51,34 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
         timeout: { type: 'string' },
         algo: { type: 'string' },
         queue: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
       },
     });
-    const { queue, ...strings } = parsed.values;
+    const { queue, help: wantsHelp, ...strings } = parsed.values;
     values = strings;
     queued = queue === true;
+    help = wantsHelp === true;
     command = parsed.positionals[0];
   } catch (error) {
-    output.err(`${(error as Error).message}\n${USAGE}\n`);
+    output.err(`error: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
-  if (command !== 'send' || !values.url || !values.event || values.data === undefined) {
-    output.err(`${USAGE}\n`);
+  if (help || command === 'help') {
+    output.out(`${USAGE}\n`);
+    return 0;
+  }
+  if (command !== 'send') {
+    output.err(`error: ${command ? `unknown command "${command}"` : 'missing command'}\n${USAGE}\n`);
+    return 2;
+  }
+  const { url, event, data } = values;
+  if (!url || !event || data === undefined) {
+    const missing = [!url && '--url', !event && '--event', data === undefined && '--data'].filter(Boolean);
+    output.err(`error: ${missing.join(', ')} required\n${USAGE}\n`);
     return 2;
   }
   if (queued && (values.field !== undefined || values.timeout !== undefined)) {
-    output.err(`--field and --timeout apply to sending now; the worker sends the JSON body with its own timeout.\n${USAGE}\n`);
+    output.err(`error: --field and --timeout apply to sending now; the worker sends the JSON body with its own timeout\n${USAGE}\n`);
     return 2;
   }
 
@@ -75,13 +88,13 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
     config = loadConfig(env, 'cli');
     const timeout = values.timeout === undefined ? config.webhookTimeoutMs / 1000 : Number(values.timeout);
     // The environment given here, not process.env, is where a derived secret comes from.
-    hook = new WebhookRequest(values.url, values.method ?? 'POST', timeout, { appKey: config.appKey, salt: config.webhookSalt })
-      .setPayload(values.data)
-      .setEvent(values.event)
+    hook = new WebhookRequest(url, values.method ?? 'POST', timeout, { appKey: config.appKey, salt: config.webhookSalt })
+      .setPayload(data)
+      .setEvent(event)
       .setAlgo(values.algo ?? 'sha256')
       .sign(values.secret ?? null);
   } catch (error) {
-    output.err(`${(error as Error).message}\n`);
+    output.err(`error: ${(error as Error).message}\n`);
     return 2;
   }
   if (queued) return enqueue(hook, output, config);

@@ -55,7 +55,7 @@ describe('npm run webhook -- send', () => {
   ])('when given %s, then exit code 2 with the usage and nothing is sent', async (_name, args) => {
     const result = await run(args);
     expect(result.code).toBe(2);
-    expect(result.err).toContain('Usage: npm run webhook -- send');
+    expect(result.err).toContain('usage: npm run webhook -- send');
     expect(server.requests).toHaveLength(0);
   });
 

@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+// Runs a compiled entry point of dist/, building first only when a source changed since
+// the last build, so `npm run users -- ...` answers at once when nothing changed.
+// Plain JS: it runs before any build.
+const { spawnSync } = require('node:child_process');
+const { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+/** What tsconfig.build.json compiles, and the files that change how it compiles. */
+const SOURCE_DIRS = ['shared', 'services', 'scripts', 'bench'];
+const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+/** Written after each successful build; its mtime is the build's time. */
+const STAMP = path.join('dist', '.build-stamp');
+
+/** The newest modification time (ms) of a .ts or .json file under `dir`, or 0. */
+function newestIn(dir) {
+  let newest = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestIn(full));
+    else if (/\.(ts|json)$/.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+function mtime(file) {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whether the build under `root` is out of date: no stamp yet, or a source (.ts/.json under
+ * shared, services, scripts, bench, or a tsconfig/package file) modified after the stamp.
+ *
+ * @param {string} root - the project root
+ * @returns {boolean}
+ */
+function needsBuild(root) {
+  const built = mtime(path.join(root, STAMP));
+  if (built === 0) return true;
+  const newest = Math.max(
+    ...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir))),
+    ...SOURCE_FILES.map((file) => mtime(path.join(root, file))),
+  );
+  return newest > built;
+}
+
+/** Compiles with tsc (incremental) and stamps the build; exits 1 when tsc fails. */
+function build(root) {
+  const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
+  const started = Date.now();
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) process.exit(1);
+  mkdirSync(path.join(root, 'dist'), { recursive: true });
+  // The time the build started: a file saved while tsc ran counts as newer next time.
+  writeFileSync(path.join(root, STAMP), '');
+  utimesSync(path.join(root, STAMP), new Date(started), new Date(started));
+}
+
+const USAGE = `usage: node scripts/run-built.js dist/<entry>.js [arguments]   build if a source changed, then run
+       node scripts/run-built.js --build                          build now (npm run build)`;
+
+function main() {
+  const [entry, ...args] = process.argv.slice(2);
+  if (entry === '--build') return build(ROOT);
+  if (!entry || entry === '--help') {
+    (entry ? console.log : console.error)(USAGE);
+    process.exit(entry ? 0 : 2);
+  }
+  if (needsBuild(ROOT)) build(ROOT);
+  const result = spawnSync(process.execPath, [path.join(ROOT, entry), ...args], { stdio: 'inherit' });
+  process.exit(result.status ?? 1);
+}
+
+if (require.main === module) main();
+
+module.exports = { needsBuild, STAMP };
