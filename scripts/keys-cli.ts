@@ -3,7 +3,8 @@ import { QueryTypes } from 'sequelize';
 import { hashApiToken } from '../services/api/src/users/api-token';
 import { InvalidScopesError } from '../services/api/src/users/errors';
 import { generateServiceKey, GRANTABLE_SCOPES, parseScopes } from '../services/api/src/users/service-key';
-import { ConfigError, loadConfig } from '../shared/config';
+import { announceCredentialChange, CredentialChange } from '../shared/auth/credential-changes';
+import { Config, ConfigError, loadConfig } from '../shared/config';
 import { createDatabase, Database } from '../shared/db';
 
 const USAGE = `usage:
@@ -53,7 +54,9 @@ export async function runKeysCli(argv: string[], io: CliIo = defaultIo): Promise
       await db.ping().catch((err: Error) => {
         throw new CommandError(`cannot reach PostgreSQL (DATABASE_URL): ${err.message}`);
       });
-      for (const line of await run(db)) io.stdout(JSON.stringify(line));
+      const { lines, change } = await run(db);
+      for (const line of lines) io.stdout(JSON.stringify(line));
+      if (change) await announce(config, change, io);
     } finally {
       await db.close();
     }
@@ -72,7 +75,7 @@ export async function runKeysCli(argv: string[], io: CliIo = defaultIo): Promise
 }
 
 /** Checks the command line at once (so a typo never costs a connection), then returns the work. */
-type Command = (args: string[]) => (db: Database) => Promise<object[]>;
+type Command = (args: string[]) => (db: Database) => Promise<{ lines: object[]; change?: CredentialChange }>;
 
 const COMMANDS: Record<string, Command> = {
   create(args) {
@@ -92,7 +95,7 @@ const COMMANDS: Record<string, Command> = {
         'INSERT INTO service_keys (name, key_hash, scopes) VALUES ($1, $2, $3) RETURNING id',
         { bind: [name.trim(), hashApiToken(key), scopes], type: QueryTypes.SELECT },
       );
-      return [{ id: row.id, key, scopes }];
+      return { lines: [{ id: row.id, key, scopes }] };
     };
   },
 
@@ -103,7 +106,7 @@ const COMMANDS: Record<string, Command> = {
         'SELECT id, name, scopes, revoked_at, last_used_at, created_at FROM service_keys ORDER BY id',
         { type: QueryTypes.SELECT },
       );
-      return rows.map((row) => ({
+      const lines = rows.map((row) => ({
         id: row.id,
         name: row.name,
         scopes: row.scopes,
@@ -111,6 +114,7 @@ const COMMANDS: Record<string, Command> = {
         last_used_at: row.last_used_at?.toISOString() ?? null,
         created_at: row.created_at.toISOString(),
       }));
+      return { lines };
     };
   },
 
@@ -126,10 +130,23 @@ const COMMANDS: Record<string, Command> = {
         { bind: [id], type: QueryTypes.SELECT },
       );
       if (!row) throw new CommandError(`no service key with id ${id}`);
-      return [{ id, revoked_at: row.revoked_at.toISOString() }];
+      return { lines: [{ id, revoked_at: row.revoked_at.toISOString() }], change: { kind: 'service_key', id } };
     };
   },
 };
+
+/**
+ * Tells running api processes to drop what they cached about the key (DESIGN §4). The change
+ * is already committed; should Redis be away, processes whose subscription is down read
+ * PostgreSQL anyway, and cached entries expire within a minute, which the warning says.
+ */
+async function announce(config: Config, change: CredentialChange, io: CliIo): Promise<void> {
+  try {
+    await announceCredentialChange(config, config.redisPrefix, change);
+  } catch (err) {
+    io.stderr(`warning: saved, but running api processes could not be told (Redis: ${(err as Error).message}); they stop accepting the old credential within 60 s`);
+  }
+}
 
 function parse<T extends Record<string, { type: 'string' }>>(args: string[], options: T) {
   try {

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { QueryTypes, UniqueConstraintError } from 'sequelize';
 import { generateApiToken, hashApiToken } from '../services/api/src/users/api-token';
-import { ConfigError, loadConfig } from '../shared/config';
+import { announceCredentialChange, CredentialChange } from '../shared/auth/credential-changes';
+import { Config, ConfigError, loadConfig } from '../shared/config';
 import { createDatabase, Database } from '../shared/db';
 
 const USAGE = `usage:
@@ -50,7 +51,9 @@ export async function runUsersCli(argv: string[], io: CliIo = defaultIo): Promis
       await db.ping().catch((err: Error) => {
         throw new CommandError(`cannot reach PostgreSQL (DATABASE_URL): ${err.message}`);
       });
-      io.stdout(JSON.stringify(await action(db, rest)));
+      const { line, change } = await action(db, rest);
+      io.stdout(JSON.stringify(line));
+      if (change) await announce(config, change, io);
     } finally {
       await db.close();
     }
@@ -68,7 +71,8 @@ export async function runUsersCli(argv: string[], io: CliIo = defaultIo): Promis
   }
 }
 
-type Command = (db: Database, args: string[]) => Promise<object>;
+/** What a command prints, and the credential change running api processes must hear of. */
+type Command = (db: Database, args: string[]) => Promise<{ line: object; change?: CredentialChange }>;
 
 const COMMANDS: Record<string, Command> = {
   async create(db, args) {
@@ -85,7 +89,7 @@ const COMMANDS: Record<string, Command> = {
           'INSERT INTO users (user_name, user_email, api_token_hash, quota_limit) VALUES ($1, $2, $3, $4) RETURNING user_id',
           { bind: [name.trim(), email, hashApiToken(token), quotaLimit], type: QueryTypes.SELECT },
         );
-        return { user_id: row.user_id, token };
+        return { line: { user_id: row.user_id, token } };
       } catch (err) {
         if (!(err instanceof UniqueConstraintError)) throw err;
         if ((err.parent as { constraint?: string }).constraint !== 'users_pkey') {
@@ -99,15 +103,28 @@ const COMMANDS: Record<string, Command> = {
     const userId = userIdOption(args);
     const token = generateApiToken();
     await setTokenHash(db, userId, hashApiToken(token));
-    return { user_id: userId, token };
+    return { line: { user_id: userId, token }, change: { kind: 'user', userId } };
   },
 
   async revoke(db, args) {
     const userId = userIdOption(args);
     await setTokenHash(db, userId, null);
-    return { user_id: userId, revoked: true };
+    return { line: { user_id: userId, revoked: true }, change: { kind: 'user', userId } };
   },
 };
+
+/**
+ * Tells running api processes to drop what they cached about the user (DESIGN §4). The change
+ * is already committed; should Redis be away, processes whose subscription is down read
+ * PostgreSQL anyway, and cached entries expire within a minute, which the warning says.
+ */
+async function announce(config: Config, change: CredentialChange, io: CliIo): Promise<void> {
+  try {
+    await announceCredentialChange(config, config.redisPrefix, change);
+  } catch (err) {
+    io.stderr(`warning: saved, but running api processes could not be told (Redis: ${(err as Error).message}); they stop accepting the old credential within 60 s`);
+  }
+}
 
 function parse<T extends Record<string, { type: 'string' }>>(args: string[], options: T) {
   try {

@@ -1,3 +1,4 @@
+import { announceCredentialChange } from '../../shared/auth/credential-changes';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 
@@ -54,10 +55,11 @@ describe('authentication (both layouts)', () => {
     expect(res.statusCode).toBe(layout === 'a' ? 204 : 404);
   });
 
-  it('when a token is revoked, then it no longer authenticates', async () => {
+  it('when a token is revoked and the change published, then it no longer authenticates', async () => {
     const carol = await createUser(harness.db);
     expect((await layouts.b.request({ url: '/api/v1/posts/1', headers: carol.headers })).statusCode).toBe(404);
     await harness.db.sequelize.query('UPDATE users SET api_token_hash = NULL WHERE user_id = $1', { bind: [carol.user.userId] });
+    await announceCredentialChange(harness.env.config, harness.env.redisPrefix, { kind: 'user', userId: carol.user.userId });
     const res = await layouts.b.request({ url: '/api/v1/posts/1', headers: carol.headers });
     expect(res.statusCode).toBe(401);
   });

@@ -31,8 +31,10 @@ afterAll(async () => {
 const UNAVAILABLE_A = { status: 503, message: 'Service temporarily unavailable.' };
 const UNAVAILABLE_B = { message: 'Service temporarily unavailable.' };
 
-const WEBHOOK = { url: 'http://127.0.0.1:9/hook', event: 'demo.ping', payload: {}, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' };
+const WEBHOOK = { url: 'http://127.0.0.1:9/hook', event: 'demo.ping', payload: { ping: true }, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' };
 
+// An unknown endpoint is not listed: once the caller's credentials are cached (DESIGN §4,
+// "Revocation"), answering it needs no database.
 function routesOfA(): ApiRequest[] {
   const headers = user.headers;
   return [
@@ -41,7 +43,6 @@ function routesOfA(): ApiRequest[] {
     { method: 'POST', url: '/api/v1/posts/create', headers, payload: { title: 'T', body: 'B', userId: user.user.userId } },
     { method: 'PUT', url: '/api/v1/posts/update/1', headers, payload: { title: 'T' } },
     { method: 'DELETE', url: '/api/v1/posts/delete/1', headers },
-    { url: '/api/v1/posts/no/such/route', headers },
     { method: 'POST', url: '/api/v1/webhooks', headers, payload: WEBHOOK },
   ];
 }

@@ -10,7 +10,7 @@ describe('users CLI (DESIGN §4)', () => {
     const stdout: string[] = [];
     const stderr: string[] = [];
     const code = await runUsersCli(argv, {
-      env: { DATABASE_URL: harness.env.databaseUrl, REDIS_URL: harness.env.redisUrl, NODE_ENV: 'test' },
+      env: { DATABASE_URL: harness.env.databaseUrl, REDIS_URL: harness.env.redisUrl, REDIS_PREFIX: harness.env.redisPrefix, NODE_ENV: 'test' },
       stdout: (line) => stdout.push(line),
       stderr: (line) => stderr.push(line),
     });

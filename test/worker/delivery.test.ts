@@ -249,7 +249,7 @@ describe('webhook worker: delivery', () => {
         const rows = await deliveryRows(producer.db);
         return rows[0]?.status === 'failed' && rows;
       });
-      expect(delivery.lastError).toMatch(/non-public address (127\.0\.0\.1|::1)/);
+      expect(delivery.lastError).toBe(`Refused to deliver to ${host}: it resolves to a non-public address (SSRF guard).`);
       expect(delivery.attempts).toBe(1);
       expect(receiver.requests).toHaveLength(0);
     },

@@ -13,6 +13,7 @@ import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
+import { createCachedCredentialStore } from './plugins/credential-cache';
 import { createCredentialStore } from './plugins/credential-store';
 import { dashboardPlugin } from './plugins/dashboard';
 import { swaggerPlugin } from './plugins/swagger';
@@ -123,7 +124,13 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
       setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
     });
   }
-  const credentials = createCredentialStore(database.sequelize, { log: app.log });
+  // Its own connection: a subscriber can send nothing else. Closed by the store.
+  const credentials = createCachedCredentialStore(createCredentialStore(database.sequelize, { log: app.log }), {
+    subscriber: createRedis(config, 'client', { commandTimeout: 1_000 }),
+    prefix: config.redisPrefix,
+    log: app.log,
+  });
+  app.addHook('onClose', () => credentials.close());
   app.register(layout.plugin, {
     prefix: '/api/v1',
     config,

@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
+import { publishCredentialChange } from '../../../shared/auth/credential-changes';
 import type { Config } from '../../../shared/config';
 import { type Database, createDatabase } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
@@ -59,7 +60,11 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
     secrets: config.receiverSecrets,
     toleranceS: config.receiverToleranceS,
     acceptXSignatureOnly: config.receiverAcceptXSignatureOnly,
-    users: { posts, credentialsChanged: async () => undefined },
+    users: {
+      posts,
+      // Every api process drops its cached copy of the user (DESIGN §4, "Revocation").
+      credentialsChanged: async (userId) => void (await publishCredentialChange(redis, config.redisPrefix, { kind: 'user', userId })),
+    },
   });
   return app;
 }

@@ -5,16 +5,23 @@ export interface WorkerErrorOptions {
 
 /**
  * The SSRF guard refused a target: its address (as resolved, or as written when the URL
- * holds an IP literal) is loopback, private, link-local or otherwise not public.
+ * holds an IP literal) is loopback, private, link-local or otherwise not public, and not in
+ * WEBHOOK_PRIVATE_ALLOWLIST. The message names the host as the URL gave it, never the
+ * resolved address: it is stored as the delivery's `last_error`, which users read (DESIGN
+ * §6). The address is in `address`, for the log.
  */
 export class BlockedTargetError extends Error {
   readonly code = 'ERR_WEBHOOK_BLOCKED_TARGET';
+  /** The refused address, resolved or literal; for the log only. */
   readonly address: string;
+  /** The URL's host. */
+  readonly host: string;
 
   constructor(host: string, address: string, options: WorkerErrorOptions = {}) {
-    super(`Refused to deliver to ${host}: it resolves to the non-public address ${address}.`, options);
+    super(`Refused to deliver to ${host}: it resolves to a non-public address (SSRF guard).`, options);
     this.name = 'BlockedTargetError';
     this.address = address;
+    this.host = host;
   }
 }
 

@@ -6,7 +6,7 @@ import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
 import { AttemptTimeoutError, BlockedTargetError } from './errors';
 import { AttemptOutcome, parseRetryAfter } from './retry-policy';
-import { assertLiteralTargetAllowed, guardedLookup } from './ssrf-guard';
+import { createSsrfGuard } from './ssrf-guard';
 
 /** Bytes of the answer kept in webhook_attempts (DESIGN §3). */
 export const RESPONSE_EXCERPT_BYTES = 2048;
@@ -22,7 +22,11 @@ export interface OutgoingRequest {
 
 /** What an attempt came to: the policy's view plus what webhook_attempts records. */
 export interface SendResult extends AttemptOutcome {
-  /** Why no usable answer arrived (transport error, timeout, refused target); null otherwise. */
+  /**
+   * Why no usable answer arrived (transport error, timeout, refused target); null otherwise.
+   * Users read it (the delivery's last_error), so it names the URL's host, never the address
+   * that host resolved to.
+   */
   error: string | null;
   durationMs: number;
   /** The first 2 KB of the answer, as UTF-8 text. */
@@ -34,6 +38,13 @@ export interface HttpSenderOptions {
   timeoutMs: number;
   /** Apply the SSRF guard (WEBHOOK_BLOCK_PRIVATE). */
   blockPrivate: boolean;
+  /**
+   * Hostnames and CIDRs the guard lets through (WEBHOOK_PRIVATE_ALLOWLIST,
+   * `config.webhookPrivateAllowlist`); default none.
+   */
+  privateAllowlist?: readonly string[];
+  /** Where a refused target's resolved address is logged (it never reaches `error`); default none. */
+  logger?: { warn(details: object, message: string): void };
   /** Sockets per target origin; the worker's concurrency is a sensible value. */
   maxSockets: number;
 }
@@ -56,10 +67,11 @@ const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
  * other things and never a POST on 5xx; the schedule owns those).
  */
 export function createHttpSender(options: HttpSenderOptions): HttpSender {
+  const guard = createSsrfGuard(options.privateAllowlist ?? []);
   const agentOptions: http.AgentOptions = {
     keepAlive: true,
     maxSockets: options.maxSockets,
-    ...(options.blockPrivate ? { lookup: guardedLookup } : {}),
+    ...(options.blockPrivate ? { lookup: guard.lookup } : {}),
   };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
@@ -85,7 +97,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
       let statusCode: number | null = null;
       let retryAfterMs: number | null = null;
       try {
-        if (options.blockPrivate) assertLiteralTargetAllowed(new URL(request.url));
+        if (options.blockPrivate) guard.assertLiteralTargetAllowed(new URL(request.url));
         const response = await client.request<Readable>({
           url: request.url,
           method: request.method,
@@ -101,12 +113,13 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
       } catch (error) {
         const timedOut = controller.signal.aborted;
         const blocked = findCause(error, BlockedTargetError);
+        if (blocked) options.logger?.warn({ url: request.url, host: blocked.host, address: blocked.address }, 'SSRF guard refused a delivery target');
         return {
           statusCode,
           retryAfterMs,
           timedOut,
           blocked: blocked !== undefined,
-          error: timedOut ? `timeout: ${(controller.signal.reason as Error).message}` : describe(blocked ?? error),
+          error: timedOut ? `timeout: ${(controller.signal.reason as Error).message}` : describe(blocked ?? error, request.url),
           response: null,
           durationMs: elapsed(started),
         };
@@ -147,7 +160,39 @@ function findCause<T extends Error>(error: unknown, type: new (...args: never[])
   return undefined;
 }
 
-function describe(error: unknown): string {
+/** A Node system error (ECONNREFUSED and the like) and the address it names. */
+interface SystemError extends Error {
+  code: string;
+  syscall: string;
+  address?: string;
+  port?: number;
+}
+
+/**
+ * The reason stored for users to read: the transport error with the URL's host in place of
+ * the address it resolved to (`ECONNREFUSED: connect ECONNREFUSED receiver:3002`), so the
+ * internal layout behind a name never shows (DESIGN §6).
+ */
+function describe(error: unknown, url: string): string {
+  if (error instanceof BlockedTargetError) return error.message;
+  const system = findSystemError(error);
+  if (system) {
+    const host = new URL(url).hostname;
+    const where = system.address === undefined ? '' : ` ${host}${system.port === undefined ? '' : `:${system.port}`}`;
+    const detail = system.address === undefined ? system.message : `${system.syscall} ${system.code}${where}`;
+    return `${system.code}: ${detail}`;
+  }
   if (error instanceof AxiosError) return error.code ? `${error.code}: ${error.message}` : error.message;
   return error instanceof Error ? error.message : String(error);
+}
+
+function findSystemError(error: unknown): SystemError | undefined {
+  // Duck-typed: errors from Node's internals need not be instances of this realm's Error.
+  type Link = Partial<SystemError & AggregateError> | null | undefined;
+  for (let current = error as Link; typeof current === 'object' && current !== null; current = current.cause as Link) {
+    if (typeof current.code === 'string' && typeof current.syscall === 'string') return current as SystemError;
+    // Happy eyeballs (several addresses tried): the first failure speaks for all.
+    if (Array.isArray(current.errors) && current.errors.length > 0) return findSystemError(current.errors[0]);
+  }
+  return undefined;
 }

@@ -3,11 +3,12 @@ import { BlockList, isIP } from 'node:net';
 import { BlockedTargetError } from './errors';
 
 /**
- * Ranges a webhook must never reach when WEBHOOK_BLOCK_PRIVATE is on (DESIGN §6): loopback,
- * private (RFC 1918, RFC 4193), link-local, carrier-grade NAT, "this network", multicast and
- * reserved. IPv4-mapped IPv6 addresses are matched against the IPv4 rules by BlockList.
+ * IPv4 ranges a webhook must never reach when WEBHOOK_BLOCK_PRIVATE is on (DESIGN §6): "this
+ * network", private (RFC 1918), carrier-grade NAT, loopback, link-local, IETF protocol
+ * assignments, documentation (TEST-NET-1..3), the deprecated 6to4 relay anycast, benchmarking,
+ * multicast and reserved (IANA IPv4 Special-Purpose Address Registry).
  */
-const NON_PUBLIC = new BlockList();
+const NON_PUBLIC_V4 = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -16,60 +17,184 @@ for (const [network, prefix] of [
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
   ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const) {
-  NON_PUBLIC.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  NON_PUBLIC.addSubnet(network, prefix, 'ipv6');
-}
-
-/** True when `address` (an IPv4 or IPv6 literal) is not a public unicast address. */
-export function isNonPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  return NON_PUBLIC.check(address, family === 6 ? 'ipv6' : 'ipv4');
+  NON_PUBLIC_V4.addSubnet(network, prefix, 'ipv4');
 }
 
 /**
- * Refuses a URL whose host is written as a non-public IP literal. Node connects to IP
- * literals without calling the lookup function, so {@link guardedLookup} never sees them.
- *
- * @throws BlockedTargetError
+ * IPv6 ranges refused outright (IANA IPv6 Special-Purpose Address Registry). The ones that
+ * carry an IPv4 address are refused whole rather than judged by that address, except the
+ * NAT64 well-known prefix (see {@link embeddedIPv4}):
+ * - `::/96` IPv4-compatible (`::a.b.c.d`, deprecated by RFC 4291; with `::` and `::1`) and
+ *   `::ffff:0:0:0/96` IPv4-translated (RFC 2765): no public host is reached this way, and a
+ *   stack may route them to the embedded IPv4 address, loopback and private ones included.
+ * - `64:ff9b:1::/48` local-use NAT64 (RFC 8215): the operator picks where the IPv4 address
+ *   sits, so it cannot be read reliably, and it exists to translate to internal networks.
+ * - `2002::/16` 6to4 (deprecated by RFC 7526): a relay delivers to the embedded IPv4 address.
+ * - `2001::/32` Teredo: the client's address is embedded obfuscated, reached through a relay.
+ * - `fec0::/10` site-local (deprecated by RFC 3879): private by definition, like `fc00::/7`.
+ * - also discard-only `100::/64`, documentation `2001:db8::/32`, ULA `fc00::/7`, link-local
+ *   `fe80::/10`, multicast `ff00::/8`.
  */
-export function assertLiteralTargetAllowed(url: URL): void {
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  if (isNonPublicAddress(host)) throw new BlockedTargetError(url.hostname, host);
+const NON_PUBLIC_V6 = new BlockList();
+for (const [network, prefix] of [
+  ['::', 96],
+  ['::ffff:0:0:0', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const) {
+  NON_PUBLIC_V6.addSubnet(network, prefix, 'ipv6');
+}
+
+/**
+ * True when `address` (an IPv4 or IPv6 literal) is not a public unicast address. IPv4-mapped
+ * (`::ffff:a.b.c.d`) and NAT64 well-known-prefix (`64:ff9b::a.b.c.d`, RFC 6052) addresses are
+ * judged by the IPv4 address they carry: on an IPv6-only network with DNS64 every IPv4-only
+ * receiver resolves to the NAT64 form, so refusing that prefix whole would refuse them all,
+ * while RFC 6052 §3.1 forbids it for non-global IPv4 addresses anyway. A string that is not
+ * an IP address is false.
+ */
+export function isNonPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return NON_PUBLIC_V4.check(address, 'ipv4');
+  if (family !== 6) return false;
+  const carried = embeddedIPv4(address);
+  if (carried !== null) return NON_PUBLIC_V4.check(carried, 'ipv4');
+  return NON_PUBLIC_V6.check(address, 'ipv6');
+}
+
+/**
+ * The IPv4 address in the last 32 bits of an IPv4-mapped (`::ffff:0:0/96`) or NAT64
+ * well-known-prefix (`64:ff9b::/96`) address; null for any other IPv6 address.
+ */
+function embeddedIPv4(address: string): string | null {
+  const words = ipv6Words(address);
+  const mapped = words.slice(0, 5).every((word) => word === 0) && words[5] === 0xffff;
+  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((word) => word === 0);
+  if (!mapped && !nat64) return null;
+  return [words[6] >> 8, words[6] & 0xff, words[7] >> 8, words[7] & 0xff].join('.');
+}
+
+/** The eight 16-bit words of a valid IPv6 literal (`::` compression and a dotted IPv4 tail allowed). */
+function ipv6Words(address: string): number[] {
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, null];
+  const parse = (part: string): number[] =>
+    part === ''
+      ? []
+      : part.split(':').flatMap((group) => {
+          if (!group.includes('.')) return [parseInt(group, 16)];
+          const [a, b, c, d] = group.split('.').map(Number);
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const left = parse(head);
+  if (tail === null) return left;
+  const right = parse(tail);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * WEBHOOK_PRIVATE_ALLOWLIST, parsed (DESIGN §6): hostnames match the URL's host exactly,
+ * before resolution; CIDRs (and bare IP addresses, as one-address CIDRs) match the address
+ * connected to, whether resolved or written in the URL.
+ */
+export interface PrivateAllowlist {
+  /** True when the URL's host (lower case, IPv6 brackets removed) is a listed hostname. */
+  allowsHost(hostname: string): boolean;
+  /** True when the address lies in a listed CIDR. */
+  allowsAddress(address: string): boolean;
+}
+
+/**
+ * Builds the allowlist from shared/config's `webhookPrivateAllowlist` (already validated and
+ * lower-cased: hostnames, `a.b.c.d/n`, `x::/n`, bare addresses).
+ */
+export function createPrivateAllowlist(entries: readonly string[]): PrivateAllowlist {
+  const hosts = new Set<string>();
+  const cidrs = new BlockList();
+  for (const entry of entries) {
+    const [address, bits] = entry.split('/');
+    const family = isIP(address);
+    if (family === 0) hosts.add(entry.toLowerCase());
+    else {
+      const type = family === 4 ? 'ipv4' : 'ipv6';
+      cidrs.addSubnet(address, bits === undefined ? (family === 4 ? 32 : 128) : Number(bits), type);
+    }
+  }
+  return {
+    allowsHost: (hostname) => hosts.has(hostname.toLowerCase()),
+    allowsAddress: (address) => {
+      const family = isIP(address);
+      return family !== 0 && cidrs.check(address, family === 4 ? 'ipv4' : 'ipv6');
+    },
+  };
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+/** The `lookup` option of http.Agent / net.connect. */
+export type GuardedLookup = (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback) => void;
+
+/** The SSRF guard of the worker's HTTP client (DESIGN §6), with the operator's allowlist. */
+export interface SsrfGuard {
+  /**
+   * Refuses a URL whose host is written as a non-public IP literal outside the allowlist.
+   * Node connects to IP literals without calling the lookup function, so {@link lookup}
+   * never sees them.
+   * @throws BlockedTargetError
+   */
+  assertLiteralTargetAllowed(url: URL): void;
+  /**
+   * A `lookup` for http.Agent that resolves with the system resolver and refuses the name
+   * when any address it resolves to is non-public and outside the allowlist's CIDRs, so the
+   * check applies to the addresses actually connected to, not to the name (DNS rebinding
+   * included). A listed hostname is resolved without the check.
+   */
+  lookup: GuardedLookup;
+}
 
 /**
- * A `lookup` for http.Agent that resolves with the system resolver and refuses the name when
- * any address it resolves to is non-public, so the check applies to the address actually
- * connected to, not to the name (DNS rebinding included).
+ * Creates the guard.
+ * @param allowlist - WEBHOOK_PRIVATE_ALLOWLIST entries (`config.webhookPrivateAllowlist`)
  */
-export function guardedLookup(hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) {
-      callback(error, options.all ? [] : '');
-      return;
-    }
-    const blocked = addresses.find((entry) => isNonPublicAddress(entry.address));
-    if (blocked) {
-      callback(new BlockedTargetError(hostname, blocked.address), options.all ? [] : '');
-      return;
-    }
-    if (options.all) callback(null, addresses);
-    else callback(null, addresses[0].address, addresses[0].family);
-  });
+export function createSsrfGuard(allowlist: readonly string[] = []): SsrfGuard {
+  const allowed = createPrivateAllowlist(allowlist);
+  const refused = (address: string) => isNonPublicAddress(address) && !allowed.allowsAddress(address);
+
+  return {
+    assertLiteralTargetAllowed(url) {
+      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+      if (allowed.allowsHost(host)) return;
+      if (refused(host)) throw new BlockedTargetError(url.hostname, host);
+    },
+
+    lookup(hostname, options, callback) {
+      dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+        if (error) {
+          callback(error, options.all ? [] : '');
+          return;
+        }
+        const blocked = allowed.allowsHost(hostname) ? undefined : addresses.find((entry) => refused(entry.address));
+        if (blocked) {
+          callback(new BlockedTargetError(hostname, blocked.address), options.all ? [] : '');
+          return;
+        }
+        if (options.all) callback(null, addresses);
+        else callback(null, addresses[0].address, addresses[0].family);
+      });
+    },
+  };
 }

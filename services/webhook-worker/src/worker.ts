@@ -65,6 +65,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const sender = createHttpSender({
     timeoutMs: config.webhookTimeoutMs,
     blockPrivate: config.webhookBlockPrivate,
+    privateAllowlist: config.webhookPrivateAllowlist,
+    logger,
     maxSockets: config.workerConcurrency,
   });
   const processor = createDeliveryProcessor({
