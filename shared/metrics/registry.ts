@@ -16,6 +16,13 @@ export interface Metrics {
   queueJobs: Gauge<'state'>;
   /** Deliveries recorded in the outbox but not yet handed to the queue, set at scrape time. */
   outboxPending: Gauge;
+  /**
+   * Circuits that are not closed, by gate (`e:<endpoint id>`, ad-hoc `o:<origin>`): 1 open,
+   * 0.5 half-open; closed circuits have no series. Set at scrape time from Redis (worker).
+   */
+  circuitState: Gauge<'gate' | 'state'>;
+  /** Endpoints the worker disabled (410 Gone, or failing for WEBHOOK_DISABLE_AFTER_S). */
+  endpointsDisabled: Counter;
 }
 
 /**
@@ -54,6 +61,17 @@ export function createMetrics(service: string): Metrics {
     outboxPending: new Gauge({
       name: 'webhook_outbox_pending',
       help: 'Deliveries recorded but not yet handed to the queue',
+      registers,
+    }),
+    circuitState: new Gauge({
+      name: 'webhook_circuit_state',
+      help: 'Endpoint circuits that are not closed: 1 open, 0.5 half_open',
+      labelNames: ['gate', 'state'],
+      registers,
+    }),
+    endpointsDisabled: new Counter({
+      name: 'webhook_endpoints_disabled_total',
+      help: 'Endpoints disabled by the worker (410 Gone or failing too long)',
       registers,
     }),
   };

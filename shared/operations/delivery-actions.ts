@@ -4,7 +4,7 @@ import {
   DeliveryNotFoundError,
   QueueUnavailableError,
   addOneShotJobs,
-  insertEventDeliveries,
+  insertEventDeliveryJobs,
   isQueueReady,
   queueRecordedDeliveries,
   redeliverWebhook,
@@ -57,7 +57,8 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
   const rows = await deps.db.sequelize.query<{ id: string }>(
-    `UPDATE webhook_deliveries SET status = 'pending', enqueued_at = now(), next_attempt_at = now(), updated_at = now()
+    `UPDATE webhook_deliveries
+        SET status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()
       WHERE status = 'failed' AND id IN (
         SELECT d.id FROM webhook_deliveries d
          WHERE d.endpoint_id = $1 AND d.status = 'failed'
@@ -70,7 +71,7 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
   try {
     await addOneShotJobs(deps.queue, ids);
   } catch (error) {
-    await deps.db.sequelize.query(`UPDATE webhook_deliveries SET status = 'failed' WHERE id = ANY($1::text[]) AND status = 'pending'`, {
+    await deps.db.sequelize.query(`UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND status = 'pending'`, {
       bind: [ids],
     });
     throw error;
@@ -118,9 +119,9 @@ export async function publishEvent(
   input: { event: string; payload: unknown; userId?: number | null },
 ): Promise<string[]> {
   await assertKnownEventTypes(deps.db, [input.event]);
-  const ids = await deps.db.sequelize.transaction((transaction) =>
-    insertEventDeliveries(deps.db.sequelize, transaction, { event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
+  const jobs = await deps.db.sequelize.transaction((transaction) =>
+    insertEventDeliveryJobs(deps.db.sequelize, transaction, { event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
   );
-  if (ids.length > 0) await queueRecordedDeliveries(deps, ids);
-  return ids;
+  if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
+  return jobs.map((job) => job.deliveryId);
 }

@@ -1,11 +1,9 @@
 import { QueryTypes } from 'sequelize';
 import type { Database } from '../db';
+import type { CircuitState } from '../queue/circuit-breaker';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointNotFoundError } from './errors';
 import type { Viewer } from './viewer';
-
-/** The state of an endpoint's circuit breaker (DESIGN §6). */
-export type CircuitState = 'closed' | 'open' | 'half_open';
 
 /**
  * An endpoint's health (DESIGN §11). Rates and latencies cover the attempts of the last 24 h

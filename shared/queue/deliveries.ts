@@ -3,7 +3,7 @@ import type { Database } from '../db';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
-import { QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** Methods a queued webhook may use; each carries the signed body. */
 export const WEBHOOK_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -82,10 +82,14 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
  * Adds the jobs of delivery rows that are already committed and marks the rows
  * `enqueued_at`. A failure (Redis away) is logged, not thrown: the rows stay unmarked and the
  * api's outbox relay adds them later.
+ *
+ * @param deliveries - delivery ids, or jobs when the caller knows more (the gate key)
  */
-export async function queueRecordedDeliveries(deps: DeliveryDeps, ids: string[]): Promise<void> {
+export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: readonly (string | DeliveryJob)[]): Promise<void> {
+  const jobs = deliveries.map((delivery) => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
+  const ids = jobs.map((job) => job.deliveryId);
   try {
-    await addDeliveryJobs(deps.queue, ids.map((deliveryId) => ({ deliveryId })));
+    await addDeliveryJobs(deps.queue, jobs);
     await markEnqueued(deps.db.sequelize, ids);
   } catch (error) {
     deps.logger?.warn({ err: error, deliveryIds: ids }, 'enqueue failed; the outbox relay will retry');
@@ -118,14 +122,14 @@ export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
   const now = new Date();
   const [claimed] = await WebhookDelivery.update(
-    { status: 'pending', enqueuedAt: now, nextAttemptAt: now },
+    { status: 'pending', enqueuedAt: now, nextAttemptAt: now, oneShot: true },
     { where: { id, status: previous } },
   );
   if (claimed === 0) throw new DeliveryInProgressError(id);
   try {
     await addOneShotJobs(deps.queue, [id]);
   } catch (error) {
-    await WebhookDelivery.update({ status: previous }, { where: { id, status: 'pending' } });
+    await WebhookDelivery.update({ status: previous, oneShot: false }, { where: { id, status: 'pending' } });
     throw error;
   }
 }

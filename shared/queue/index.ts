@@ -3,3 +3,4 @@ export * from './errors';
 export * from './fan-out';
 export * from './outbox';
 export * from './webhook-queue';
+export * from './circuit-breaker';

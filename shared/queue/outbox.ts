@@ -1,7 +1,9 @@
+import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
+import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
-import { insertEventDeliveries } from './fan-out';
+import { insertEventDeliveryJobs } from './fan-out';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -15,13 +17,13 @@ export interface OutboxOptions {
   /** How often the relay runs, ms; pass `config.outboxRelayIntervalMs`. Default 5000. */
   relayIntervalMs?: number;
   /**
-   * A queued delivery untouched for this long, whose job is missing from Redis (Redis lost
-   * its data) or already finished there, is added again, ms. Default 120000: well above
-   * BullMQ's lock duration plus stalled-check interval, so a job merely waiting for a worker
-   * is never mistaken for a lost one.
+   * A queued delivery untouched for this long, whose job is missing from Redis or already
+   * finished there (a partial loss, such as a failover that dropped the last writes), is
+   * added again, ms; pass `config.outboxReviveAfterMs`. Default 10000. A whole loss (Redis
+   * restarted empty) is found sooner: see {@link Outbox.relayOnce}.
    */
-  stuckAfterMs?: number;
-  /** Rows handled per relay pass and sweep. Default 500. */
+  reviveAfterMs?: number;
+  /** Rows handled per relay pass and per batch of a sweep. Default 500. */
   batchSize?: number;
 }
 
@@ -31,6 +33,8 @@ export interface RelayResult {
   enqueued: number;
   /** Queued rows whose job had vanished from Redis and was added again. */
   revived: number;
+  /** Redis had lost its data (the sentinel key was missing), so every queued row was added again. */
+  swept: boolean;
 }
 
 export interface Outbox {
@@ -53,18 +57,33 @@ export interface Outbox {
   /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
   stop(): Promise<void>;
   /**
-   * One relay pass: adds pending rows that never reached the queue (`enqueued_at` NULL,
-   * older than 1 s so a commit's own enqueue wins the race), then re-adds queued rows whose
-   * job is gone from Redis. Rows are claimed with `FOR UPDATE SKIP LOCKED`, so concurrent
-   * relays never handle the same row. Does nothing while Redis is disconnected.
+   * One relay pass, also run at once whenever the queue's Redis connection becomes ready:
+   * 1. Loss check, one command: `SET <prefix>:webhooks:outbox-sentinel NX`. When the key
+   *    was missing, Redis lost its data (a restart without persistence, a failover to an
+   *    empty replica), so every queued delivery is added again at once, in batches walked by
+   *    primary key over a partial index (adding a job id that exists is a no-op in BullMQ).
+   * 2. Adds pending rows that never reached the queue (`enqueued_at` NULL, older than 1 s so
+   *    a commit's own enqueue wins the race).
+   * 3. Re-adds queued rows untouched for `reviveAfterMs` whose job is missing or finished
+   *    (one pipelined HMGET per batch), and touches the rest so the next pass looks further.
+   * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so concurrent relays never handle the
+   * same row. A redelivery is revived as one (`redeliver` job), a retry behind first attempts.
+   * Does nothing while Redis is disconnected.
    */
   relayOnce(): Promise<RelayResult>;
 }
 
 interface PendingRow {
   id: string;
+  endpoint_id: number | null;
+  url: string;
   next_attempt_at: Date | null;
+  attempts: number;
+  one_shot: boolean;
 }
+
+const ROW_FIELDS = 'id, endpoint_id, url, next_attempt_at, attempts, one_shot';
+const QUEUED = `status IN ('pending', 'delivering') AND enqueued_at IS NOT NULL`;
 
 /**
  * Creates the transactional outbox of DESIGN §6 and its relay.
@@ -75,8 +94,10 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const { db, queue, logger } = options;
   const { sequelize } = db;
   const relayIntervalMs = options.relayIntervalMs ?? 5_000;
-  const stuckAfterMs = options.stuckAfterMs ?? 120_000;
+  const reviveAfterMs = options.reviveAfterMs ?? 10_000;
   const batchSize = options.batchSize ?? 500;
+  const connection = queue.opts.connection as RedisClient;
+  const sentinelKey = queue.toKey('outbox-sentinel');
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   const inFlight = new Set<Promise<void>>();
@@ -84,7 +105,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   async function relayPending(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
       const rows = await sequelize.query<PendingRow>(
-        `SELECT id, next_attempt_at FROM webhook_deliveries
+        `SELECT ${ROW_FIELDS} FROM webhook_deliveries
           WHERE status = 'pending' AND enqueued_at IS NULL AND created_at < now() - interval '1 second'
           ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
         { bind: [batchSize], type: QueryTypes.SELECT, transaction },
@@ -96,66 +117,115 @@ export function createOutbox(options: OutboxOptions): Outbox {
     });
   }
 
+  /** Redis lost its data when our sentinel is gone; setting it again claims the sweep. */
+  async function lossDetected(): Promise<boolean> {
+    return (await connection.set(sentinelKey, new Date().toISOString(), 'NX')) === 'OK';
+  }
+
+  /** Adds every queued row's job again, batch by batch, in primary-key order (no row locks held). */
+  async function sweepQueued(): Promise<number> {
+    let after = '';
+    let added = 0;
+    for (;;) {
+      const rows = await sequelize.query<PendingRow>(
+        `SELECT ${ROW_FIELDS} FROM webhook_deliveries WHERE ${QUEUED} AND id > $1 ORDER BY id LIMIT $2`,
+        { bind: [after, batchSize], type: QueryTypes.SELECT },
+      );
+      if (rows.length === 0) return added;
+      await addDeliveryJobs(queue, rows.map(toJob));
+      added += rows.length;
+      after = rows[rows.length - 1].id;
+    }
+  }
+
   async function reviveLost(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
       const rows = await sequelize.query<PendingRow>(
-        `SELECT id, next_attempt_at FROM webhook_deliveries
-          WHERE status IN ('pending', 'delivering') AND enqueued_at IS NOT NULL
-            AND updated_at < now() - $1 * interval '1 millisecond'
+        `SELECT ${ROW_FIELDS} FROM webhook_deliveries
+          WHERE ${QUEUED} AND updated_at < now() - $1 * interval '1 millisecond'
             AND (next_attempt_at IS NULL OR next_attempt_at < now() - $1 * interval '1 millisecond')
           ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        { bind: [stuckAfterMs, batchSize], type: QueryTypes.SELECT, transaction },
+        { bind: [reviveAfterMs, batchSize], type: QueryTypes.SELECT, transaction },
       );
+      if (rows.length === 0) return 0;
+      const pipeline = connection.pipeline();
+      for (const row of rows) pipeline.hmget(queue.toKey(row.id), 'timestamp', 'finishedOn');
+      const states = (await pipeline.exec()) ?? [];
       const lost: PendingRow[] = [];
-      for (const row of rows) {
-        const state = await queue.getJobState(row.id);
-        if (state === 'completed' || state === 'failed') await queue.remove(row.id);
-        if (state === 'unknown' || state === 'completed' || state === 'failed') lost.push(row);
-      }
+      const finished: string[] = [];
+      rows.forEach((row, index) => {
+        const [error, fields] = states[index] ?? [null, null];
+        if (error) return;
+        const [created, finishedOn] = fields as [string | null, string | null];
+        if (created === null) lost.push(row);
+        else if (finishedOn !== null) {
+          finished.push(row.id);
+          lost.push(row);
+        }
+      });
+      // A finished job kept in Redis under this id would make the new add a no-op.
+      for (const id of finished) await queue.remove(id);
       await addDeliveryJobs(queue, lost.map(toJob));
       // Touching the live ones too moves them to the back of the sweep order, so one
       // long backlog of waiting jobs never hides a lost row behind it.
-      if (rows.length > 0) await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
+      await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
       return lost.length;
     });
   }
 
   async function relayOnce(): Promise<RelayResult> {
-    if (!isQueueReady(queue)) return { enqueued: 0, revived: 0 };
+    if (!isQueueReady(queue)) return { enqueued: 0, revived: 0, swept: false };
+    let revived = 0;
+    const swept = await lossDetected();
+    if (swept) {
+      try {
+        revived += await sweepQueued();
+      } catch (error) {
+        // The next pass sweeps again.
+        await connection.del(sentinelKey).catch(() => undefined);
+        throw error;
+      }
+      logger.warn({ revived }, 'Redis lost its data: every queued delivery was added to the queue again');
+    }
     const enqueued = await relayPending();
-    const revived = await reviveLost();
+    revived += await reviveLost();
     if (enqueued > 0 || revived > 0) logger.info({ enqueued, revived }, 'outbox relay added deliveries to the queue');
-    return { enqueued, revived };
+    return { enqueued, revived, swept };
+  }
+
+  function pass(): void {
+    if (running) return;
+    running = relayOnce()
+      .catch((error) => logger.warn({ err: error }, 'outbox relay pass failed'))
+      .finally(() => {
+        running = undefined;
+      });
   }
 
   return {
     async record(transaction, event, data) {
-      const ids = await insertDeliveries(sequelize, transaction, event, data);
-      if (ids.length === 0) return;
+      const jobs = await insertDeliveryJobs(sequelize, transaction, event, data);
+      if (jobs.length === 0) return;
       // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
       // awaiting it keeps Redis off the caller's response time. stop() waits for it.
       transaction.afterCommit(() => {
-        const enqueuing = queueRecordedDeliveries({ db, queue, logger }, ids).finally(() => inFlight.delete(enqueuing));
+        const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
         inFlight.add(enqueuing);
       });
     },
 
     startRelay() {
       if (timer) return;
-      timer = setInterval(() => {
-        if (running) return;
-        running = relayOnce()
-          .catch((error) => logger.warn({ err: error }, 'outbox relay pass failed'))
-          .finally(() => {
-            running = undefined;
-          });
-      }, relayIntervalMs);
+      timer = setInterval(pass, relayIntervalMs);
       timer.unref();
+      // Redis back after an outage: check for a loss now rather than at the next tick.
+      connection.on('ready', pass);
     },
 
     async stop() {
       clearInterval(timer);
       timer = undefined;
+      connection.off('ready', pass);
       await Promise.all([running, ...inFlight]);
     },
 
@@ -180,11 +250,22 @@ export async function insertDeliveries(
   event: PostEvent,
   data: object,
 ): Promise<string[]> {
+  return (await insertDeliveryJobs(sequelize, transaction, event, data)).map((job) => job.deliveryId);
+}
+
+/** {@link insertDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
+async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction, event: PostEvent, data: object): Promise<DeliveryJob[]> {
   const owner = (data as { user_id?: unknown }).user_id;
-  return insertEventDeliveries(sequelize, transaction, { event, data, ownerUserId: typeof owner === 'number' ? owner : null });
+  return insertEventDeliveryJobs(sequelize, transaction, { event, data, ownerUserId: typeof owner === 'number' ? owner : null });
 }
 
 function toJob(row: PendingRow): DeliveryJob {
-  const delayMs = row.next_attempt_at ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
-  return { deliveryId: row.id, delayMs };
+  const delayMs = row.next_attempt_at && !row.one_shot ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
+  return {
+    deliveryId: row.id,
+    delayMs,
+    name: row.one_shot ? 'redeliver' : 'deliver',
+    retry: row.attempts > 0,
+    gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }),
+  };
 }

@@ -13,6 +13,12 @@ export const WEBHOOK_QUEUE_NAME = 'webhooks';
  */
 export interface WebhookJobData {
   deliveryId: string;
+  /**
+   * The delivery's gate key (`e:<endpoint id>` or `o:<origin>`), so the worker asks the
+   * endpoint's cap and circuit before touching PostgreSQL: set by producers that know it
+   * (the outbox), else by the worker when the gate first postpones the job. Not a secret.
+   */
+  gate?: string;
 }
 
 /**
@@ -32,7 +38,20 @@ export interface DeliveryJob {
   name?: WebhookJobName;
   /** Milliseconds to wait before the job may run; default 0. */
   delayMs?: number;
+  /** The delivery already made an attempt: it queues behind first attempts (worker RETRY_PRIORITY). */
+  retry?: boolean;
+  /** The delivery's gate key (circuit-breaker.ts `gateKeyOf`), when the producer knows it. */
+  gate?: string;
 }
+
+/**
+ * BullMQ priorities (lower runs first; jobs without one run before any prioritized job,
+ * BullMQ docs "Prioritized"): fresh first attempts have none, so neither a backlog of
+ * retries nor jobs an endpoint's cap or circuit deferred ever queue ahead of them.
+ */
+export const DEFERRED_PRIORITY = 1;
+/** A delivery that already made an attempt; see {@link DEFERRED_PRIORITY}. */
+export const RETRY_PRIORITY = 2;
 
 /**
  * Finished jobs are only bookkeeping (the delivery log lives in PostgreSQL), so Redis keeps
@@ -46,6 +65,9 @@ const DEFAULT_JOB_OPTIONS = {
   attempts: 10,
   backoff: { type: 'exponential', delay: 1_000 },
 } as const;
+
+/** The queue's events stream is trimmed to about this many entries (BullMQ `streams.events.maxLen`). */
+export const EVENTS_MAX_LEN = 10_000;
 
 /** How long a producer waits for Redis before leaving the job to the outbox relay, ms. */
 const ADD_TIMEOUT_MS = 2_000;
@@ -66,6 +88,7 @@ export function createWebhookQueue(
     connection,
     prefix: config.redisPrefix,
     defaultJobOptions: DEFAULT_JOB_OPTIONS,
+    streams: { events: { maxLen: EVENTS_MAX_LEN } },
   });
   queue.on('error', (error) => logger?.warn({ err: error }, 'webhook queue connection error'));
   return queue;
@@ -84,8 +107,12 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
   const adding = queue.addBulk(
     jobs.map((job) => ({
       name: job.name ?? 'deliver',
-      data: { deliveryId: job.deliveryId },
-      opts: { jobId: job.deliveryId, delay: Math.max(0, Math.round(job.delayMs ?? 0)) },
+      data: job.gate ? { deliveryId: job.deliveryId, gate: job.gate } : { deliveryId: job.deliveryId },
+      opts: {
+        jobId: job.deliveryId,
+        delay: Math.max(0, Math.round(job.delayMs ?? 0)),
+        ...(job.retry ? { priority: RETRY_PRIORITY } : {}),
+      },
     })),
   );
   let timer: NodeJS.Timeout | undefined;

@@ -21,6 +21,7 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 const SERVICE_KEY = 'sk_dashboard_browser_test_0123456789abcdefghijk';
+const READ_ONLY_KEY = 'sk_dashboard_browser_test_webhooks_read_only_01';
 const USER_TOKEN = 'dashboard-browser-test-user-token-0001';
 const ACCEPTED = '{"status":"OK","message":"Accepted"}';
 // API answers are attacker-influenced: the page must show these as text and never run them.
@@ -42,7 +43,9 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
   let env: TestEnvironment;
   let db: Client;
   let peer: RecordingServer;
+  /** Layout A's api; Layout B's answers errors in the other shape. */
   let apiUrl: string;
+  let apiBUrl: string;
   let endpointId: number;
   let flakyEndpointId: number;
   let deliveryId: string;
@@ -64,7 +67,10 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     await db.query(`INSERT INTO users (user_id, user_name, user_email, api_token_hash) VALUES (1, 'writer', 'writer@example.com', $1)`, [
       sha256(USER_TOKEN),
     ]);
-    await db.query(`INSERT INTO service_keys (name, key_hash, scopes) VALUES ('dashboard test', $1, '{*}')`, [sha256(SERVICE_KEY)]);
+    await db.query(`INSERT INTO service_keys (name, key_hash, scopes) VALUES ('dashboard test', $1, '{*}'), ('read only', $2, '{webhooks:read}')`, [
+      sha256(SERVICE_KEY),
+      sha256(READ_ONLY_KEY),
+    ]);
     const addEndpoint = async (url: string, description: string) =>
       (
         await db.query(`INSERT INTO webhook_endpoints (url, secret, events, description) VALUES ($1, $2, '{post.created}', $3) RETURNING id`, [
@@ -76,7 +82,7 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     endpointId = await addEndpoint(`${peer.url}/hooks/posts`, 'Posts sink');
     flakyEndpointId = await addEndpoint(`${peer.url}/hooks/flaky`, HOSTILE_DESCRIPTION);
 
-    const [apiPort, workerPort] = [await freePort(), await freePort()];
+    const [apiPort, apiBPort, workerPort] = [await freePort(), await freePort(), await freePort()];
     const shared = {
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
@@ -91,10 +97,12 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     services.push(
       ...(await Promise.all([
         startService('api', 'dist/services/api/src/server.js', { ...shared, API_LAYOUT: 'a', PORT: String(apiPort) }, apiPort),
+        startService('api-b', 'dist/services/api/src/server.js', { ...shared, API_LAYOUT: 'b', PORT: String(apiBPort) }, apiBPort),
         startService('webhook-worker', 'dist/services/webhook-worker/src/main.js', { ...shared, WORKER_METRICS_PORT: String(workerPort) }, workerPort),
       ])),
     );
     apiUrl = `http://127.0.0.1:${apiPort}`;
+    apiBUrl = `http://127.0.0.1:${apiBPort}`;
 
     const created = await fetch(`${apiUrl}/api/v1/posts/create`, {
       method: 'POST',
@@ -126,14 +134,14 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
   });
 
   /** A fresh tab on /dashboard that records script errors and CSP refusals. */
-  async function openDashboard(): Promise<{ page: Page; problems: string[] }> {
+  async function openDashboard(baseUrl = apiUrl): Promise<{ page: Page; problems: string[] }> {
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       if (/Content Security Policy|Refused to/i.test(message.text())) problems.push(`console: ${message.text()}`);
     });
-    await page.goto(`${apiUrl}/dashboard`);
+    await page.goto(`${baseUrl}/dashboard`);
     return { page, problems };
   }
 
@@ -185,6 +193,61 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     await page.close();
   });
 
+  it('when an operator filters, tests, rotates, disables, enables and recovers, then each shows its result and the API did it', async () => {
+    const { page, problems } = await openDashboard();
+    page.on('dialog', (dialog) => dialog.accept());
+    await page.getByLabel('Service key', { exact: true }).fill(SERVICE_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const flakyRow = page.locator(`tr[data-endpoint-id="${flakyEndpointId}"]`);
+    const sinkRow = page.locator(`tr[data-endpoint-id="${endpointId}"]`);
+    await flakyRow.waitFor();
+
+    await page.locator('#filters [name="status"]').selectOption('failed');
+    await page.locator('#filters').getByRole('button', { name: 'Apply' }).click();
+    await page.locator(`tr[data-delivery-id="${deliveryId}"]`).waitFor({ state: 'detached' });
+    expect(await page.locator('#deliveries tr[data-delivery-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-delivery-id')))).toEqual([
+      flakyDeliveryId,
+    ]);
+    await page.locator('#filters [name="event"]').fill('no.such.event');
+    await page.locator('#filters').getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('No deliveries match these filters.').waitFor();
+    await page.locator('#filters').getByRole('button', { name: 'Clear' }).click();
+    await page.locator(`tr[data-delivery-id="${deliveryId}"]`).waitFor();
+
+    await sinkRow.getByRole('button', { name: 'Send test' }).click();
+    await page.locator('#delivery .attempt[data-attempt-number="1"]').waitFor({ timeout: 20_000 });
+    expect(await page.locator('#delivery .facts').textContent()).toContain('webhook.test');
+    expect(peer.requests.some((request) => request.path === '/hooks/posts' && request.body.toString().includes('webhook.test'))).toBe(true);
+
+    await sinkRow.getByRole('button', { name: 'Rotate secret…' }).click();
+    await page.locator('#rotate-dialog [data-confirm]').click();
+    await page.locator('#rotate-dialog .secret-once').waitFor();
+    const secret = await page.locator('#rotate-dialog .secret').textContent();
+    expect(secret).toMatch(/^whsec_/);
+    expect((await db.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [endpointId])).rows[0].secret).toBe(secret);
+    await page.locator('#rotate-dialog .secret-once').getByRole('button', { name: 'Done' }).click();
+    expect(await page.locator('#rotate-dialog .secret').textContent()).toBe('');
+
+    await flakyRow.getByRole('button', { name: 'Disable' }).click();
+    await flakyRow.getByText('disabled', { exact: true }).waitFor();
+    expect((await db.query('SELECT active FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows[0].active).toBe(false);
+    await flakyRow.getByRole('button', { name: 'Enable' }).click();
+    await flakyRow.getByText('active', { exact: true }).waitFor();
+    expect((await db.query('SELECT active FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows[0].active).toBe(true);
+
+    const flakyRequests = peer.requests.filter((request) => request.path === '/hooks/flaky').length;
+    await flakyRow.getByRole('button', { name: 'Recover…' }).click();
+    await page.locator('#recover-dialog [data-confirm]').click();
+    await page.getByText(`1 failed delivery to endpoint #${flakyEndpointId} queued again.`).waitFor();
+    await waitFor(
+      async () => peer.requests.filter((request) => request.path === '/hooks/flaky').length > flakyRequests,
+      15_000,
+      'the recovered delivery to be attempted again',
+    );
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('when a user signs in with their token and id, then they see none of the operator endpoint, its deliveries or its responses', async () => {
     const { page, problems } = await openDashboard();
     await page.getByLabel('a user token').check();
@@ -200,13 +263,26 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     await page.close();
   });
 
-  it('when the key is wrong, then the sign-in is refused with the API message and nothing is kept', async () => {
-    const { page } = await openDashboard();
+  it.each([
+    ['A', () => apiUrl, 'Invalid authentication token or client ID.'],
+    ['B', () => apiBUrl, 'Invalid credentials.'],
+  ])('when the key is wrong on Layout %s, then the sign-in is refused with the API message and nothing is kept', async (_layout, baseUrl, message) => {
+    const { page } = await openDashboard(baseUrl());
     await page.getByLabel('Service key', { exact: true }).fill('sk_not_a_key_of_this_api_0123456789abcdefghij');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('alert').getByText('Sign-in refused:', { exact: false }).waitFor();
+    await page.getByRole('alert').getByText(`Sign-in refused: ${message}`).waitFor();
     expect(await page.locator('#app').isHidden()).toBe(true);
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    await page.close();
+  });
+
+  it('when a key lacks a scope on Layout B, then that part of the page shows the 403 message and the rest works', async () => {
+    const { page, problems } = await openDashboard(apiBUrl);
+    await page.getByLabel('Service key', { exact: true }).fill(READ_ONLY_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#endpoints').getByText('This key lacks the scope endpoints:read. (HTTP 403)').waitFor();
+    await page.locator(`tr[data-delivery-id="${deliveryId}"]`).waitFor();
+    expect(problems).toEqual([]);
     await page.close();
   });
 });

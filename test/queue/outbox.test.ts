@@ -13,7 +13,7 @@ describe('outbox', () => {
   });
 
   beforeEach(async () => {
-    producer = createProducer(env.config, { stuckAfterMs: 200 });
+    producer = createProducer(env.config, { reviveAfterMs: 200 });
     await producer.queue.waitUntilReady();
     await addEndpoint(producer.db, 'http://127.0.0.1:9/hooks');
   });
@@ -26,7 +26,7 @@ describe('outbox', () => {
     await env.cleanup();
   });
 
-  it('When the transaction commits, then each row is queued under its delivery id with the id as the only job data', async () => {
+  it('When the transaction commits, then each row is queued under its delivery id with only the id and its endpoint gate as job data', async () => {
     await addEndpoint(producer.db, 'http://127.0.0.1:9/second');
 
     await recordEvent(producer, 'post.created');
@@ -41,7 +41,7 @@ describe('outbox', () => {
       expect(row.status).toBe('pending');
       const job = await producer.queue.getJob(row.id);
       expect(job?.name).toBe('deliver');
-      expect(job?.data).toEqual({ deliveryId: row.id });
+      expect(job?.data).toEqual({ deliveryId: row.id, gate: `e:${row.endpointId}` });
     }
   });
 
@@ -74,7 +74,7 @@ describe('outbox', () => {
     }, 5_000, 'relay');
     expect(result.enqueued).toBe(1);
     expect((await row.reload()).enqueuedAt).not.toBeNull();
-    expect((await producer.queue.getJob(row.id))?.data).toEqual({ deliveryId: row.id });
+    expect((await producer.queue.getJob(row.id))?.data).toEqual({ deliveryId: row.id, gate: `e:${row.endpointId}` });
     await deadQueue.close().catch(() => undefined);
     deadConnection.disconnect();
   });
@@ -104,7 +104,7 @@ describe('outbox', () => {
     }, 5_000, 'revival');
 
     expect(pass.revived).toBe(1);
-    expect((await producer.queue.getJob(row.id))?.data).toEqual({ deliveryId: row.id });
+    expect((await producer.queue.getJob(row.id))?.data).toEqual({ deliveryId: row.id, gate: `e:${row.endpointId}` });
   });
 
   it('When a service enqueues a webhook with a secret, then the row holds it and Redis never does', async () => {

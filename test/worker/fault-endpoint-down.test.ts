@@ -25,7 +25,11 @@ describe('fault: the endpoint is down for a while, then back', () => {
   let endpoint: Server | undefined;
 
   beforeAll(async () => {
-    env = await createTestEnvironment({ WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.3,0.3,0.5,0.5,1,1,1,1' }, 'worker');
+    // The circuit breaker would hold the retries for 30 s; this test is about the retry schedule.
+    env = await createTestEnvironment(
+      { WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.3,0.3,0.5,0.5,1,1,1,1', WEBHOOK_BREAKER_FAILURES: '1000' },
+      'worker',
+    );
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
   });

@@ -18,10 +18,15 @@ describe('fault: Redis stopped while deliveries are recorded, then started again
     redisPort = await freePort();
     redis = await startRedisServer(redisPort);
     env = await createTestEnvironment(
-      { REDIS_URL: `redis://127.0.0.1:${redisPort}`, WEBHOOK_RETRY_SCHEDULE: '1,0.2,0.2,0.2,0.5,0.5,1,1' },
+      {
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        WEBHOOK_RETRY_SCHEDULE: '1,0.2,0.2,0.2,0.5,0.5,1,1',
+        // Every first attempt fails on purpose; an open circuit would hold the retries for 30 s.
+        WEBHOOK_BREAKER_FAILURES: '1000',
+      },
       'worker',
     );
-    producer = createProducer(env.config, { stuckAfterMs: 500 });
+    producer = createProducer(env.config, { reviveAfterMs: 500 });
     await producer.queue.waitUntilReady();
     const seen = new Set<string>();
     // Each delivery's first attempt gets 503, so batch A sits in Redis's delayed set when Redis dies.

@@ -27,7 +27,7 @@ describe('tracing from the api request to the HTTP attempt', () => {
     [harness, peer] = await Promise.all([createApiHarness(), startRecordingServer()]);
     api = await harness.start('b');
     user = await createUser(harness.db);
-    producer = createProducer(harness.env.config, { stuckAfterMs: 100 });
+    producer = createProducer(harness.env.config, { reviveAfterMs: 100 });
     await harness.db.sequelize.query(`INSERT INTO webhook_endpoints (url, secret, events) VALUES ($1, 'tracing-endpoint-secret', '{post.created}')`, {
       bind: [`${peer.url}/hooks`],
     });

@@ -7,7 +7,8 @@ import { databasePlugin } from '../../../shared/http/database-plugin';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
-import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
+import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
+import { CircuitState, readCircuitState } from '../../../shared/queue/circuit-breaker';
 import { createRedis, pingRedis, RedisClient } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
@@ -141,12 +142,21 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     routes: [
       layout.postsRoutes,
       async (scope) => {
-        await scope.register(operationsRoutes, { db: database, queue, readCircuit: async () => 'closed' });
+        await scope.register(operationsRoutes, { db: database, queue, readCircuit: (endpointId) => readCircuit(redis, config, endpointId) });
       },
       ...(deps.apiRoutes ?? []),
     ],
   });
   return app;
+}
+
+/** An endpoint's circuit state for its stats; Redis away is a 503, as for the queue. */
+async function readCircuit(redis: RedisClient, config: Config, endpointId: number): Promise<CircuitState> {
+  try {
+    return await readCircuitState(redis, config.redisPrefix, endpointId);
+  } catch (error) {
+    throw new QueueUnavailableError('Could not read the circuit state.', { cause: error });
+  }
 }
 
 /** ioredis reports every failed reconnect; log the transitions only. */

@@ -1,4 +1,4 @@
-import { QueryTypes, Sequelize } from 'sequelize';
+import { BaseError, ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import type { DeliveryStatus } from '../../../shared/db';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
 
@@ -19,6 +19,10 @@ export interface ClaimedDelivery {
   /** The endpoint's secret before its last rotation, while its overlap lasts; else null. */
   endpointPreviousSecret: string | null;
   endpointActive: boolean | null;
+  /** The delivery's endpoint was deleted: it must not be signed with the derived secret. */
+  endpointDeleted: boolean;
+  /** Exactly one attempt (a redelivery), whatever its outcome. */
+  oneShot: boolean;
 }
 
 /** One finished attempt and the delivery state it leads to, written together. */
@@ -31,8 +35,19 @@ export interface AttemptRecord {
   response: string | null;
   status: DeliveryStatus;
   nextAttemptAt: Date | null;
-  /** Set to disable the delivery's endpoint with this reason (410 Gone). */
-  disableEndpointId: number | null;
+  /** The delivery's endpoint, whose health (failing since, auto-disable) the attempt updates; null for ad-hoc. */
+  endpointId: number | null;
+  /** The attempt succeeded (2xx): the endpoint is healthy again. */
+  succeeded: boolean;
+  /** Set to disable the endpoint at once with this reason (410 Gone); null otherwise. */
+  goneReason: string | null;
+}
+
+/** What recording an attempt changed beyond the delivery. */
+export interface RecordResult {
+  /** `endpoint.disabled` deliveries to operator endpoints written by this record (queue them). */
+  noticeIds: string[];
+  /** The endpoint was disabled by this record: its reason; else null. */
   disabledReason: string | null;
 }
 
@@ -45,11 +60,18 @@ export interface DeliveryStore {
    * @returns null when there is nothing to attempt now
    */
   claim(deliveryId: string, oneShot: boolean): Promise<ClaimedDelivery | null>;
+  /** Undoes a claim that made no attempt (the endpoint's cap or circuit said wait): back to `pending`. */
+  unclaim(deliveryId: string): Promise<void>;
   /** Status and due time of a delivery that could not be claimed; null when it does not exist. */
   peek(deliveryId: string): Promise<{ status: DeliveryStatus; nextAttemptAt: Date | null } | null>;
-  /** Writes the webhook_attempts row, the delivery's new state and, on 410, the endpoint's, in one statement. */
-  recordAttempt(record: AttemptRecord): Promise<void>;
-  /** Fails a delivery without an HTTP attempt (disabled endpoint, unusable secret). */
+  /**
+   * Writes, in one statement: the webhook_attempts row, the delivery's new state, the
+   * endpoint's health (`failing_since`), and when the endpoint is disabled (410 Gone, or
+   * failing with no success for WEBHOOK_DISABLE_AFTER_S) its `disabled_reason` plus one
+   * `endpoint.disabled` delivery per subscribed active operator endpoint (the outbox).
+   */
+  recordAttempt(record: AttemptRecord): Promise<RecordResult>;
+  /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
   failWithoutAttempt(deliveryId: string, reason: string): Promise<void>;
 }
 
@@ -67,38 +89,94 @@ interface ClaimRow {
   endpoint_secret: string | null;
   endpoint_previous_secret: string | null;
   endpoint_active: boolean | null;
+  endpoint_deleted: boolean;
+  one_shot: boolean;
 }
 
 const CLAIM_SQL = `
   WITH d AS (
     UPDATE webhook_deliveries SET status = 'delivering', updated_at = now()
      WHERE id = $1 AND status IN ('pending', 'delivering')
-       AND ($2 OR next_attempt_at IS NULL OR next_attempt_at <= now() + interval '1 second')
-    RETURNING id, endpoint_id, url, method, body, headers, secret, algo, signature_header, attempts
+       AND ($2 OR one_shot OR next_attempt_at IS NULL OR next_attempt_at <= now() + interval '1 second')
+    RETURNING id, endpoint_id, url, method, body, headers, secret, algo, signature_header, attempts,
+              endpoint_deleted, ($2 OR one_shot) AS one_shot
   )
   SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
     FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`;
 
-// Data-modifying CTEs always run, so the attempt, the endpoint and the delivery change in one
-// round trip. A duplicate attempt number (a job re-run after a crash mid-record) is ignored.
+const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+/** The webhook-id format of newWebhookId(), drawn by PostgreSQL: msg_ + base64url of a random UUID's bytes. */
+const NEW_WEBHOOK_ID = `'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=')`;
+/** The endpoint is disabled by this attempt: 410, or failing (and unchanged) for longer than $11 seconds. */
+const DISABLES = `e.active AND ($10::text IS NOT NULL OR (NOT $9::boolean
+  AND e.failing_since <= now() - $11::int * interval '1 second' AND e.updated_at <= now() - $11::int * interval '1 second'))`;
+
+// Data-modifying CTEs always run, so the attempt, the endpoint, the notices and the delivery
+// change in one round trip. The two endpoint updates are exclusive (DISABLES or not), as one
+// statement may change a row once. The healthy path writes no endpoint row at all: only the
+// first failure after a success and the first success after a failure do. A duplicate
+// attempt number (a job re-run after a crash mid-record) is ignored. The notice's body is
+// the DESIGN §7 envelope, built here so it commits with the disable.
 const RECORD_SQL = `
   WITH attempt AS (
     INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body)
     VALUES ($1, $2, $3::int, $4::text, $5, $6::text)
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
-  ), endpoint AS (
-    UPDATE webhook_endpoints SET active = false, disabled_reason = $10::text, updated_at = now()
-     WHERE id = $9::int
+  ), disabled AS (
+    UPDATE webhook_endpoints e
+       SET active = false, failing_since = COALESCE(e.failing_since, now()), updated_at = now(),
+           disabled_reason = COALESCE($10::text, 'No successful attempt since '
+             || to_char(e.failing_since AT TIME ZONE 'UTC', ${ISO_UTC}) || ' (WEBHOOK_DISABLE_AFTER_S=' || $11::int
+             || '); disabled at ' || to_char(now() AT TIME ZONE 'UTC', ${ISO_UTC}))
+     WHERE e.id = $12::int AND ${DISABLES}
+    RETURNING e.id, e.url, e.disabled_reason, e.updated_at
+  ), health AS (
+    UPDATE webhook_endpoints e SET failing_since = CASE WHEN $9::boolean THEN NULL ELSE now() END
+     WHERE e.id = $12::int AND NOT COALESCE(${DISABLES}, false)
+       AND CASE WHEN $9::boolean THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END
+  ), notice AS (
+    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body)
+    SELECT ${NEW_WEBHOOK_ID}, o.id, o.url, 'endpoint.disabled',
+           '{"_data":{"endpoint_id":' || d.id || ',"url":' || to_json(d.url)::text
+           || ',"reason":' || to_json(d.disabled_reason)::text
+           || ',"disabled_at":"' || to_char(d.updated_at AT TIME ZONE 'UTC', ${ISO_UTC})
+           || '"},"_config":{"app.webhook.event":"endpoint.disabled","app.webhook.signable":1}}'
+      FROM disabled d JOIN webhook_endpoints o
+        ON o.user_id IS NULL AND o.active AND o.id <> d.id
+       AND (cardinality(o.events) = 0 OR 'endpoint.disabled' = ANY(o.events))
+    RETURNING id
+  ), delivery AS (
+    UPDATE webhook_deliveries
+       SET status = $7::text, attempts = GREATEST(attempts, $2), next_attempt_at = $8::timestamptz,
+           last_status_code = $3::int, last_error = $4::text, one_shot = false,
+           delivered_at = CASE WHEN $7::text = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
+     WHERE id = $1
   )
-  UPDATE webhook_deliveries
-     SET status = $7::text, attempts = GREATEST(attempts, $2), next_attempt_at = $8::timestamptz,
-         last_status_code = $3::int, last_error = $4::text,
-         delivered_at = CASE WHEN $7::text = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
-   WHERE id = $1`;
+  SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason`;
 
-/** The worker's SQL: two statements per attempt (claim, record), nothing more on the hot path. */
-export function createDeliveryStore(sequelize: Sequelize): DeliveryStore {
+/**
+ * True when `error` means PostgreSQL cannot be reached now (refused, reset, timed out,
+ * shutting down, no pooled connection), as opposed to a bad statement: the attempt is
+ * postponed without counting (DESIGN §6, Recovery).
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (error instanceof ConnectionError) return true;
+  if (!(error instanceof BaseError)) return false;
+  const original = (error as { original?: { code?: string; message?: string } }).original;
+  const code = original?.code ?? '';
+  // SQLSTATE class 08 (connection exception) and 57P (operator intervention: shutdown, restart).
+  if (/^(08|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true;
+  return /Connection terminated|connection is closed|Client has encountered a connection error/i.test(original?.message ?? error.message);
+}
+
+/**
+ * The worker's SQL: two statements per attempt (claim, record), nothing more on the hot path.
+ *
+ * @param options.disableAfterS - WEBHOOK_DISABLE_AFTER_S
+ */
+export function createDeliveryStore(sequelize: Sequelize, options: { disableAfterS: number }): DeliveryStore {
+  const disableAfterS = options.disableAfterS;
   return {
     async claim(deliveryId, oneShot) {
       const rows = await sequelize.query<ClaimRow>(CLAIM_SQL, { bind: [deliveryId, oneShot], type: QueryTypes.SELECT });
@@ -118,7 +196,16 @@ export function createDeliveryStore(sequelize: Sequelize): DeliveryStore {
         endpointSecret: row.endpoint_secret,
         endpointPreviousSecret: row.endpoint_previous_secret,
         endpointActive: row.endpoint_active,
+        endpointDeleted: row.endpoint_deleted,
+        oneShot: row.one_shot,
       };
+    },
+
+    async unclaim(deliveryId) {
+      await sequelize.query(
+        `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'delivering'`,
+        { bind: [deliveryId] },
+      );
     },
 
     async peek(deliveryId) {
@@ -130,7 +217,7 @@ export function createDeliveryStore(sequelize: Sequelize): DeliveryStore {
     },
 
     async recordAttempt(record) {
-      await sequelize.query(RECORD_SQL, {
+      const rows = await sequelize.query<{ notice_ids: string[] | null; disabled_reason: string | null }>(RECORD_SQL, {
         bind: [
           record.deliveryId,
           record.attemptNumber,
@@ -141,15 +228,19 @@ export function createDeliveryStore(sequelize: Sequelize): DeliveryStore {
           record.response?.replace(/\u0000/g, '') ?? null,
           record.status,
           record.nextAttemptAt,
-          record.disableEndpointId,
-          record.disabledReason,
+          record.succeeded,
+          record.goneReason,
+          disableAfterS,
+          record.endpointId,
         ],
+        type: QueryTypes.SELECT,
       });
+      return { noticeIds: rows[0]?.notice_ids ?? [], disabledReason: rows[0]?.disabled_reason ?? null };
     },
 
     async failWithoutAttempt(deliveryId, reason) {
       await sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, updated_at = now()
+        `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, one_shot = false, updated_at = now()
           WHERE id = $1`,
         { bind: [deliveryId, reason] },
       );

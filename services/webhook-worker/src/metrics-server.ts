@@ -19,6 +19,6 @@ export function createMetricsServer(deps: { db: Database; worker: WebhookWorker;
       },
     },
   });
-  app.register(metricsPlugin, { metrics: deps.metrics });
+  app.register(metricsPlugin, { metrics: deps.metrics, beforeScrape: () => deps.worker.refreshMetrics() });
   return app;
 }

@@ -2,19 +2,25 @@ import { DelayedError, Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
-import type { WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
-import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
-import type { HttpSender } from './http-sender';
+import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
+import { ClaimedDelivery, DeliveryStore, isDatabaseUnavailable } from './delivery-store';
+import type { HttpSender, SendResult } from './http-sender';
 import type { RetryPolicy } from './retry-policy';
 
 export interface DeliveryProcessorOptions {
-  config: Pick<Config, 'appKey' | 'webhookSalt'>;
+  config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency'>;
   store: DeliveryStore;
   sender: HttpSender;
   policy: RetryPolicy;
+  gate: DeliveryGate;
   logger: Logger;
   metrics?: Metrics;
+  /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
+  queueNotices(deliveryIds: string[]): Promise<void>;
+  /** Uniform in [0, 1); tests pin it. */
+  random?: () => number;
 }
 
 export type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
@@ -31,22 +37,51 @@ const RESERVED_HEADERS = new Set([
   'webhook-signature',
 ]);
 
+/** Share of a worker's slots retries may hold, so first attempts always find free slots. */
+const RETRY_SHARE = 0.8;
+/** A job over its endpoint's cap waits this long, jittered (DESIGN §6). */
+const CAP_WAIT_MS: [number, number] = [100, 500];
+/** PostgreSQL unreachable: postpone by 0.5 s, doubling per consecutive failure, up to 15 s. */
+const DATABASE_BACKOFF_MS = { base: 500, max: 15_000 };
+
 /**
- * The BullMQ processor: one attempt per run. It claims the delivery (one query), signs the
- * stored body with a fresh timestamp and the stable webhook-id, sends it, and records the
- * attempt with the delivery's new state (one query). A retry moves this same job to the
- * delayed set until the next attempt is due (BullMQ "Manually move a job to delayed"), so
- * the retry count lives in PostgreSQL and survives Redis losing its data.
+ * The BullMQ processor: one attempt per run, isolated per endpoint (DESIGN §6). Before an
+ * attempt it takes a lease from the endpoint's (ad-hoc: origin's) gate, one Redis script for
+ * both the concurrency cap and the circuit breaker; a job the gate refuses goes back to the
+ * delayed set without an attempt (BullMQ "Manually move a job to delayed"). The first
+ * refusal also writes the gate key into the job's data, so later runs ask the gate before
+ * touching PostgreSQL. Then it claims the delivery (one query), signs the stored body with a
+ * fresh timestamp and the stable webhook-id, sends it, records the attempt with the
+ * delivery's new state (one query), and returns the lease with the attempt's verdict (one
+ * script). A retry moves this same job to the delayed set until the next attempt is due, so
+ * the retry count lives in PostgreSQL and survives Redis losing its data. Deferred jobs and
+ * retries are prioritized, so fresh first attempts run ahead of them, and retries hold at
+ * most 80% of the slots.
+ * While PostgreSQL is unreachable the job waits (backing off) without using an attempt.
  *
- * @throws DelayedError after scheduling a retry (BullMQ's signal, not a failure); database
- *   errors, which fail the job and let BullMQ retry it
+ * @throws DelayedError after postponing the job (BullMQ's signal, not a failure); other
+ *   database errors, which fail the job and let BullMQ retry it
  */
 export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
-  const { store, sender, policy, logger, metrics, config } = options;
+  const { store, sender, policy, gate, logger, metrics, config } = options;
+  const random = options.random ?? Math.random;
+  const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));
+  let retriesInFlight = 0;
+  let databaseFailures = 0;
 
-  async function postpone(job: DeliveryJob, token: string | undefined, at: Date): Promise<never> {
-    await job.moveToDelayed(at.getTime(), token);
+  const between = ([low, high]: [number, number]) => low + (high - low) * random();
+
+  async function postpone(job: DeliveryJob, token: string | undefined, at: number): Promise<never> {
+    await job.moveToDelayed(Math.round(at), token);
     throw new DelayedError();
+  }
+
+  function refusedUntil(decision: Extract<GateDecision, { granted: false }>): number {
+    const now = Date.now();
+    if (decision.reason === 'cap') return now + between(CAP_WAIT_MS);
+    // Spread the reopening over a second, so one job is the probe and the rest follow it.
+    if (decision.reason === 'open') return now + decision.waitMs + between([0, 1_000]);
+    return now + Math.min(decision.waitMs, between([1_000, 2_000]));
   }
 
   async function unclaimed(job: DeliveryJob, token: string | undefined, log: Logger): Promise<void> {
@@ -57,22 +92,79 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     }
     if ((state.status === 'pending' || state.status === 'delivering') && state.nextAttemptAt) {
       log.debug({ nextAttemptAt: state.nextAttemptAt }, 'attempt not due yet; delaying the job');
-      return postpone(job, token, state.nextAttemptAt);
+      return postpone(job, token, state.nextAttemptAt.getTime());
     }
     log.debug({ status: state.status }, 'delivery already finished; duplicate job ignored');
   }
 
-  return async function processDelivery(job: DeliveryJob, token?: string): Promise<void> {
-    const log = logger.child({ deliveryId: job.data.deliveryId });
-    const oneShot = job.name === 'redeliver';
-    const delivery = await store.claim(job.data.deliveryId, oneShot);
-    if (!delivery) return unclaimed(job, token, log);
-    if (delivery.endpointActive === false && !oneShot) {
-      await store.failWithoutAttempt(delivery.id, 'endpoint disabled');
-      log.warn({ endpointId: delivery.endpointId }, 'endpoint disabled; delivery failed without an attempt');
-      return;
+  async function attempt(job: DeliveryJob, token: string | undefined, log: Logger): Promise<void> {
+    const jobId = job.id ?? job.data.deliveryId;
+    let leased: string | undefined;
+    let verdict: AttemptVerdict = 'neutral';
+    try {
+      if (job.data.gate) {
+        const decision = await gate.acquire(job.data.gate, jobId);
+        if (!decision.granted) return await postpone(job, token, refusedUntil(decision));
+        leased = job.data.gate;
+      }
+      const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
+      databaseFailures = 0;
+      if (!delivery) return await unclaimed(job, token, log);
+      if (delivery.endpointDeleted && delivery.secret === null) {
+        await store.failWithoutAttempt(delivery.id, 'endpoint deleted');
+        log.warn('endpoint deleted; delivery failed without an attempt');
+        return;
+      }
+      if (delivery.endpointActive === false) {
+        await store.failWithoutAttempt(delivery.id, 'endpoint disabled');
+        log.warn({ endpointId: delivery.endpointId }, 'endpoint disabled; delivery failed without an attempt');
+        return;
+      }
+      const gateKey = gateKeyOf(delivery);
+      if (leased !== gateKey) {
+        if (leased) await gate.release(leased, jobId, 'neutral');
+        leased = undefined;
+        const decision = await gate.acquire(gateKey, jobId);
+        if (!decision.granted) {
+          await store.unclaim(delivery.id);
+          await job.updateData({ deliveryId: delivery.id, gate: gateKey });
+          if (!job.priority) await job.changePriority({ priority: DEFERRED_PRIORITY });
+          return await postpone(job, token, refusedUntil(decision));
+        }
+        leased = gateKey;
+      }
+      const outcome = await send(delivery, log);
+      verdict = outcome.verdict;
+      if (outcome.retryAt === null) return;
+      // Priority is per job and kept across the delayed set: set once, on the first retry.
+      if (job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
+      return await postpone(job, token, outcome.retryAt);
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      databaseFailures += 1;
+      const delayMs = Math.min(DATABASE_BACKOFF_MS.max, DATABASE_BACKOFF_MS.base * 2 ** (databaseFailures - 1));
+      log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
+      return postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
+    } finally {
+      if (leased) await releaseLease(leased, jobId, verdict, log);
     }
+  }
 
+  async function releaseLease(gateKey: string, jobId: string, verdict: AttemptVerdict, log: Logger): Promise<void> {
+    try {
+      const change = await gate.release(gateKey, jobId, verdict);
+      if (change !== 'none') log.warn({ gate: gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
+    } catch (error) {
+      // The lease expires by itself; the circuit misses one verdict.
+      log.warn({ err: error, gate: gateKey }, 'could not return the endpoint lease');
+    }
+  }
+
+  /**
+   * Signs, sends and records one attempt.
+   * @returns the attempt's verdict for the circuit, and when the next attempt is due (ms since the epoch) or null
+   */
+  async function send(delivery: ClaimedDelivery, log: Logger): Promise<{ verdict: AttemptVerdict; retryAt: number | null }> {
     let headers: Record<string, string>;
     const body = Buffer.from(delivery.body, 'utf8');
     try {
@@ -80,15 +172,16 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     } catch (error) {
       await store.failWithoutAttempt(delivery.id, `cannot sign: ${(error as Error).message}`);
       log.error({ err: error }, 'cannot sign the delivery; failed without an attempt');
-      return;
+      return { verdict: 'neutral', retryAt: null };
     }
 
     const attemptNumber = delivery.attempts + 1;
     const result = await sender.send({ url: delivery.url, method: delivery.method, body, headers });
-    const decision = policy.decide(attemptNumber, result, { oneShot });
+    const verdict = circuitVerdict(result);
+    const decision = policy.decide(attemptNumber, result, { oneShot: delivery.oneShot });
     const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
-    const disable = decision.kind === 'failed' && decision.disableEndpoint && delivery.endpointId !== null;
-    await store.recordAttempt({
+    const gone = decision.kind === 'failed' && decision.disableEndpoint && delivery.endpointId !== null;
+    const recorded = await store.recordAttempt({
       deliveryId: delivery.id,
       attemptNumber,
       statusCode: result.statusCode,
@@ -97,24 +190,49 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       response: result.response,
       status: decision.kind === 'retry' ? 'pending' : decision.kind,
       nextAttemptAt,
-      disableEndpointId: disable ? delivery.endpointId : null,
-      disabledReason: disable ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
+      endpointId: delivery.endpointId,
+      succeeded: decision.kind === 'succeeded',
+      goneReason: gone ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
     });
-    metrics?.deliveries.inc({ outcome: disable ? 'disabled' : decision.kind === 'retry' ? 'retried' : decision.kind });
+    if (recorded.disabledReason !== null) {
+      log.warn({ endpointId: delivery.endpointId, reason: recorded.disabledReason }, 'endpoint disabled');
+      metrics?.endpointsDisabled.inc();
+      if (recorded.noticeIds.length > 0) await options.queueNotices(recorded.noticeIds);
+    }
+    metrics?.deliveries.inc({ outcome: gone ? 'disabled' : decision.kind === 'retry' ? 'retried' : decision.kind });
     metrics?.attemptDuration.observe({ status_class: statusClass(result.statusCode) }, result.durationMs / 1000);
 
     const fields = { attempt: attemptNumber, statusCode: result.statusCode, durationMs: result.durationMs };
-    if (decision.kind === 'succeeded') {
-      log.info(fields, 'delivered');
-      return;
+    if (decision.kind === 'succeeded') log.info(fields, 'delivered');
+    else if (decision.kind === 'failed') log.warn({ ...fields, error: result.error, endpointDisabled: gone }, 'delivery failed; no more attempts');
+    else log.info({ ...fields, error: result.error, nextAttemptAt }, 'attempt failed; retry scheduled');
+    return { verdict, retryAt: nextAttemptAt?.getTime() ?? null };
+  }
+
+  return async function processDelivery(job: DeliveryJob, token?: string): Promise<void> {
+    const log = logger.child({ deliveryId: job.data.deliveryId });
+    const retry = job.priority === RETRY_PRIORITY;
+    if (retry && retriesInFlight >= retrySlots) return postpone(job, token, Date.now() + between(CAP_WAIT_MS));
+    if (retry) retriesInFlight += 1;
+    try {
+      return await attempt(job, token, log);
+    } finally {
+      if (retry) retriesInFlight -= 1;
     }
-    if (decision.kind === 'failed') {
-      log.warn({ ...fields, error: result.error, endpointDisabled: disable }, 'delivery failed; no more attempts');
-      return;
-    }
-    log.info({ ...fields, error: result.error, nextAttemptAt }, 'attempt failed; retry scheduled');
-    return postpone(job, token, nextAttemptAt as Date);
   };
+}
+
+/**
+ * How an attempt counts for its endpoint's circuit (DESIGN §6): a timeout, a connection
+ * error, 5xx and 429 are failures; 2xx a success; anything else (another answer, or a target
+ * the SSRF guard refused) says nothing about the endpoint's health.
+ */
+export function circuitVerdict(result: SendResult): AttemptVerdict {
+  const { statusCode } = result;
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) return 'success';
+  if (result.blocked) return 'neutral';
+  if (statusCode === null || statusCode >= 500 || statusCode === 429) return 'failure';
+  return 'neutral';
 }
 
 /**

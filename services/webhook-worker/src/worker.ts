@@ -3,7 +3,18 @@ import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
-import { WEBHOOK_QUEUE_NAME, WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import {
+  Outbox,
+  WEBHOOK_QUEUE_NAME,
+  WebhookJobData,
+  WebhookJobName,
+  WebhookQueue,
+  createDeliveryGate,
+  createOutbox,
+  createWebhookQueue,
+  listOpenCircuits,
+  queueRecordedDeliveries,
+} from '../../../shared/queue';
 import { createRedis, RedisClient } from '../../../shared/redis';
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
@@ -25,6 +36,8 @@ export interface WebhookWorkerOptions {
   watchdog?: { intervalMs?: number; graceMs?: number };
   /** Jitter source of the retry policy, uniform in [0, 1); tests pin it. */
   random?: () => number;
+  /** Run the outbox relay in this process too (default true), so recovery never waits for an api. */
+  relay?: boolean;
 }
 
 export interface WebhookWorker {
@@ -36,6 +49,11 @@ export interface WebhookWorker {
   readonly recreations: number;
   /** The BullMQ worker in use now; the watchdog may replace it. */
   readonly current: Worker<WebhookJobData, void, WebhookJobName>;
+  /** The producer side this worker uses for its own deliveries (notices) and the relay. */
+  readonly queue: WebhookQueue;
+  readonly outbox: Outbox;
+  /** Sets `webhook_circuit_state` from Redis; the metrics server calls it before each scrape. */
+  refreshMetrics(): Promise<void>;
   /**
    * Stops taking jobs and waits up to `timeoutMs` for the ones in flight, then drops the
    * Redis connections; jobs still running are recovered by BullMQ's stalled-job check in
@@ -53,12 +71,16 @@ interface Instance {
 
 /** Several lock renewals must be missed before a live job counts as stalled (BullMQ docs, "Stalled Jobs"). */
 const MAX_STALLED_COUNT = 5;
+/** An endpoint lease outlives the attempt's timeout by this much (recording it), then expires by itself. */
+const LEASE_MARGIN_MS = 10_000;
 
 /**
  * Starts a BullMQ worker on the `webhooks` queue with a `worker`-role connection
  * (`maxRetriesPerRequest: null`), WORKER_CONCURRENCY jobs at once, WORKER_LOCK_DURATION_MS
  * locks (the stalled check runs as often), one keep-alive HTTP client shared by every job,
- * and the connection watchdog.
+ * and the connection watchdog. A `client`-role connection carries the endpoint gate (cap and
+ * circuit breaker), the queue for the worker's own `endpoint.disabled` notices, and the
+ * outbox relay (revival after a Redis loss).
  */
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { config, logger } = options;
@@ -69,14 +91,33 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     logger,
     maxSockets: config.workerConcurrency,
   });
+  const client = createRedis(config, 'client');
+  client.on('error', (error) => logger.debug({ err: error }, 'worker client redis connection error'));
+  const queue = createWebhookQueue(config, client, logger);
+  const outbox = createOutbox({
+    db: options.db,
+    queue,
+    logger,
+    relayIntervalMs: config.outboxRelayIntervalMs,
+    reviveAfterMs: config.outboxReviveAfterMs,
+  });
   const processor = createDeliveryProcessor({
     config,
-    store: createDeliveryStore(options.db.sequelize),
+    store: createDeliveryStore(options.db.sequelize, { disableAfterS: config.webhookDisableAfterS }),
     sender: traceAttempts(sender),
     policy: createRetryPolicy(config.webhookRetrySchedule, options.random),
+    gate: createDeliveryGate(client, {
+      prefix: config.redisPrefix,
+      concurrency: config.webhookEndpointConcurrency,
+      breakerFailures: config.webhookBreakerFailures,
+      leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
+    }),
+    queueNotices: (ids) => queueRecordedDeliveries({ db: options.db, queue, logger }, ids),
     logger,
     metrics: options.metrics,
+    random: options.random,
   });
+  if (options.relay ?? true) outbox.startRelay();
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
   const graceMs = options.watchdog?.graceMs ?? 30_000;
@@ -146,6 +187,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     get current() {
       return current.worker;
     },
+    queue,
+    outbox,
+    async refreshMetrics() {
+      const gauge = options.metrics?.circuitState;
+      if (!gauge) return;
+      const circuits = await listOpenCircuits(client, config.redisPrefix);
+      gauge.reset();
+      for (const { gateKey, state } of circuits) gauge.set({ gate: gateKey, state }, state === 'open' ? 1 : 0.5);
+    },
     async close(timeoutMs) {
       closing = true;
       clearInterval(watchdog);
@@ -159,6 +209,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       clearTimeout(timer);
       if (!finished) await retire(current);
       else await current.connection.quit().catch(() => current.connection.disconnect());
+      await outbox.stop();
+      await queue.close().catch(() => undefined);
+      await client.quit().catch(() => client.disconnect());
       sender.close();
       return { forced: !finished };
     },

@@ -29,6 +29,10 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   /** Set once the job is in the queue; null rows are picked up by the outbox relay. */
   declare enqueuedAt: CreationOptional<Date | null>;
   declare deliveredAt: CreationOptional<Date | null>;
+  /** Its endpoint was deleted: never signed with the derived secret, never sent again. */
+  declare endpointDeleted: CreationOptional<boolean>;
+  /** A redelivery: exactly one new attempt, also when its job is revived after a Redis loss. */
+  declare oneShot: CreationOptional<boolean>;
   /** W3C Trace Context of the request that wrote it, when tracing is on (DESIGN §12). */
   declare traceparent: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
@@ -55,6 +59,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         lastError: { type: DataTypes.TEXT, allowNull: true },
         enqueuedAt: { type: DataTypes.DATE, allowNull: true },
         deliveredAt: { type: DataTypes.DATE, allowNull: true },
+        endpointDeleted: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+        oneShot: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
         traceparent: { type: DataTypes.TEXT, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,

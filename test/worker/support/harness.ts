@@ -16,7 +16,7 @@ export interface Producer {
   close(): Promise<void>;
 }
 
-export function createProducer(config: Config, outboxOptions: { stuckAfterMs?: number } = {}): Producer {
+export function createProducer(config: Config, outboxOptions: { reviveAfterMs?: number } = {}): Producer {
   const db = createDatabase(config.databaseUrl, { poolMax: 5 });
   const connection = createRedis(config, 'client');
   connection.on('error', () => undefined);

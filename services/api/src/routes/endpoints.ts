@@ -1,7 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import {
-  CircuitState,
   EndpointNotFoundError,
   createEndpoint,
   deleteEndpoint,
@@ -14,6 +13,7 @@ import {
   updateEndpoint,
 } from '../../../../shared/operations';
 import type { WebhookQueue } from '../../../../shared/queue';
+import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
 import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
 import {

@@ -1,0 +1,115 @@
+import Redis from 'ioredis';
+import { CIRCUIT_OPEN_BASE_MS, DeliveryGate, createDeliveryGate, gateKeyOf, listOpenCircuits, readCircuitState } from '../../shared/queue';
+import { TestEnvironment, createTestEnvironment } from '../support/environment';
+
+describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
+  let env: TestEnvironment;
+  let redis: Redis;
+  let gate: DeliveryGate;
+  let endpoint = 0;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment({}, 'worker');
+    redis = new Redis(env.redisUrl);
+    gate = createDeliveryGate(redis, { prefix: env.redisPrefix, concurrency: 2, breakerFailures: 3, leaseTtlMs: 300 });
+  });
+
+  beforeEach(() => {
+    endpoint += 1;
+  });
+
+  afterAll(async () => {
+    await redis.quit();
+    await env.cleanup();
+  });
+
+  /** Moves the circuit's reopening time into the past, as if the open period had elapsed. */
+  async function elapseOpening(gateKey: string): Promise<void> {
+    await redis.hset(`${env.redisPrefix}:webhooks:circuit:${gateKey}`, 'until', Date.now() - 1);
+  }
+
+  it('When more attempts than the cap ask for one endpoint, then the extra one waits, and a lease whose holder died expires', async () => {
+    const key = `e:${endpoint}`;
+
+    expect(await gate.acquire(key, 'job-a')).toEqual({ granted: true, probe: false });
+    expect(await gate.acquire(key, 'job-b')).toEqual({ granted: true, probe: false });
+    expect(await gate.acquire(key, 'job-c')).toMatchObject({ granted: false, reason: 'cap' });
+    expect(await gate.acquire(`e:${endpoint + 1000}`, 'job-c')).toMatchObject({ granted: true });
+    await gate.release(key, 'job-a', 'neutral');
+    expect(await gate.acquire(key, 'job-c')).toMatchObject({ granted: true });
+    // job-b's worker "dies": its lease ends with the TTL (300 ms), not never.
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(await gate.acquire(key, 'job-d')).toMatchObject({ granted: true });
+    expect(await gate.acquire(key, 'job-e')).toMatchObject({ granted: true });
+  });
+
+  it('When failures reach the threshold, then the circuit opens for 30 s and refuses attempts until it reopens', async () => {
+    const key = `e:${endpoint}`;
+    for (const token of ['a', 'b']) {
+      await gate.acquire(key, token);
+      expect(await gate.release(key, token, 'failure')).toBe('none');
+    }
+    // A success in between resets the count: failures must be consecutive.
+    await gate.acquire(key, 'ok');
+    await gate.release(key, 'ok', 'success');
+    for (const token of ['c', 'd']) {
+      await gate.acquire(key, token);
+      expect(await gate.release(key, token, 'failure')).toBe('none');
+    }
+    expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('closed');
+    await gate.acquire(key, 'e');
+
+    expect(await gate.release(key, 'e', 'failure')).toBe('opened');
+
+    const refused = await gate.acquire(key, 'f');
+    expect(refused).toMatchObject({ granted: false, reason: 'open' });
+    expect((refused as { waitMs: number }).waitMs).toBeGreaterThan(CIRCUIT_OPEN_BASE_MS - 1_000);
+    expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(CIRCUIT_OPEN_BASE_MS);
+    expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('open');
+    expect(await listOpenCircuits(redis, env.redisPrefix)).toContainEqual({ gateKey: key, state: 'open' });
+  });
+
+  it('When the open period ends, then exactly one probe goes; its failure reopens for twice as long, its success closes', async () => {
+    const key = `e:${endpoint}`;
+    for (const token of ['a', 'b', 'c']) {
+      await gate.acquire(key, token);
+      await gate.release(key, token, 'failure');
+    }
+    await elapseOpening(key);
+    expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('half_open');
+
+    expect(await gate.acquire(key, 'probe-1')).toEqual({ granted: true, probe: true });
+    expect(await gate.acquire(key, 'other')).toMatchObject({ granted: false, reason: 'probing' });
+    expect(await gate.release(key, 'probe-1', 'failure')).toBe('opened');
+    const second = await gate.acquire(key, 'other');
+    expect(second).toMatchObject({ granted: false, reason: 'open' });
+    expect((second as { waitMs: number }).waitMs).toBeGreaterThan(2 * CIRCUIT_OPEN_BASE_MS - 1_000);
+
+    await elapseOpening(key);
+    expect(await gate.acquire(key, 'probe-2')).toEqual({ granted: true, probe: true });
+    expect(await gate.release(key, 'probe-2', 'success')).toBe('closed');
+    expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('closed');
+    expect(await gate.acquire(key, 'after')).toEqual({ granted: true, probe: false });
+    expect((await listOpenCircuits(redis, env.redisPrefix)).map((circuit) => circuit.gateKey)).not.toContain(key);
+  });
+
+  it('When the probe holder dies, then its lease expiry lets another attempt probe', async () => {
+    const key = `e:${endpoint}`;
+    for (const token of ['a', 'b', 'c']) {
+      await gate.acquire(key, token);
+      await gate.release(key, token, 'failure');
+    }
+    await elapseOpening(key);
+    expect(await gate.acquire(key, 'dies')).toMatchObject({ granted: true, probe: true });
+
+    await new Promise((resolve) => setTimeout(resolve, 350));
+
+    expect(await gate.acquire(key, 'next')).toEqual({ granted: true, probe: true });
+  });
+
+  it('When deliveries have no endpoint, then their gate is the URL origin', () => {
+    expect(gateKeyOf({ endpointId: 7, url: 'https://a.example/x' })).toBe('e:7');
+    expect(gateKeyOf({ endpointId: null, url: 'https://a.example:443/x?y' })).toBe('o:https://a.example');
+    expect(gateKeyOf({ endpointId: null, url: 'http://127.0.0.1:8080/hook' })).toBe('o:http://127.0.0.1:8080');
+  });
+});
