@@ -41,7 +41,8 @@ describe('webhook routes', () => {
   let bob: TestUser;
 
   beforeAll(async () => {
-    env = await createTestEnvironment({ WEBHOOK_RETRY_SCHEDULE: '0.05' }, 'api');
+    // The breaker would open after a few failures and postpone the failing deliveries here.
+    env = await createTestEnvironment({ WEBHOOK_RETRY_SCHEDULE: '0.05', WEBHOOK_BREAKER_FAILURES: '1000' }, 'api');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
     operator = await createServiceKey(producer.db, ['*']);
