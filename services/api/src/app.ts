@@ -4,11 +4,12 @@ import Fastify, { FastifyInstance } from 'fastify';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
+import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
-import { createRedis, pingRedis, RedisClient } from '../../../shared/redis';
+import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
@@ -60,7 +61,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   const app = Fastify({
-    logger: { level: config.logLevel },
+    logger: loggerOptions(config),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     bodyLimit: JSON_BODY_LIMIT_BYTES,
@@ -68,7 +69,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   });
   const database = deps.database ?? createDatabase(config.databaseUrl);
   const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
-  logRedisOutages(redis, app);
+  logRedisOutages(redis, app.log, `Redis at ${describeRedisTarget(config)}`, 'the cache is off, deliveries wait in the outbox');
   const queue = deps.queue ?? createWebhookQueue(config, redis, app.log);
   const outbox = createOutbox({ db: database, queue, logger: app.log, relayIntervalMs: config.outboxRelayIntervalMs });
   const postEvents = deps.postEvents ?? outbox;
@@ -147,17 +148,4 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     ],
   });
   return app;
-}
-
-/** ioredis reports every failed reconnect; log the transitions only. */
-function logRedisOutages(redis: RedisClient, app: FastifyInstance): void {
-  let up = true;
-  redis.on('error', (err) => {
-    if (up) app.log.warn({ err }, 'Redis unreachable: serving Layout A reads from the database');
-    up = false;
-  });
-  redis.on('ready', () => {
-    if (!up) app.log.info('Redis reachable again');
-    up = true;
-  });
 }
