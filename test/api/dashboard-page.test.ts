@@ -55,12 +55,10 @@ describe('the dashboard page', () => {
 
   it('when an asset is fetched, then it is served with its type and the same policy; an unknown one is 404', async () => {
     const api = await harness.start('a');
-    for (const [file, type] of [
-      ['dashboard.js', 'javascript'],
-      ['api.js', 'javascript'],
-      ['dom.js', 'javascript'],
-      ['dashboard.css', 'text/css'],
-    ]) {
+    const files = readdirSync(path.join(dashboardDirectory(), 'assets'));
+    expect(files).toEqual(expect.arrayContaining(['dashboard.js', 'dashboard.css']));
+    for (const file of files) {
+      const type = file.endsWith('.js') ? 'javascript' : 'text/css';
       const res = await api.request({ url: `/dashboard/assets/${file}` });
       expect({ file, status: res.statusCode }).toEqual({ file, status: 200 });
       expect(res.headers['content-type']).toContain(type);

@@ -135,20 +135,30 @@ export interface AuthHookOptions {
   unauthorizedBody: object;
   /** Whether the request's route takes service keys (DESIGN §4: all but the posts routes). */
   serviceKeysAllowed(request: FastifyRequest): boolean;
+  /**
+   * The rate limit (DESIGN §12), run once the principal is known, and for a refused request
+   * before its 401, so that refused requests count against the client's address.
+   */
+  rateLimit?: GuardHook | null;
 }
 
 /**
  * The layouts' auth hook: on success sets `request.principal` (and `request.user` for a
  * user), else logs the reason and answers 401 with `unauthorizedBody`, stopping the request.
+ * With `rateLimit`, a request past the limit is answered 429 instead.
  */
-export function createAuthHook({ store, unauthorizedBody, serviceKeysAllowed }: AuthHookOptions): GuardHook {
+export function createAuthHook({ store, unauthorizedBody, serviceKeysAllowed, rateLimit }: AuthHookOptions): GuardHook {
   const authenticate = createAuthenticator(store);
   return async function authHook(request, reply) {
     const outcome = await authenticate(request, serviceKeysAllowed(request));
+    if (outcome.ok) {
+      request.principal = outcome.principal;
+      // One object, so the quota hook's view of the user's limit is the principal's too.
+      if (outcome.principal.kind === 'user') request.user = outcome.principal;
+    }
+    const limited = rateLimit ? await rateLimit(request, reply) : undefined;
+    if (limited) return limited;
     if (!outcome.ok) return refuse(request, reply, outcome.reason, unauthorizedBody);
-    request.principal = outcome.principal;
-    // One object, so the quota hook's view of the user's limit is the principal's too.
-    if (outcome.principal.kind === 'user') request.user = outcome.principal;
     return undefined;
   };
 }

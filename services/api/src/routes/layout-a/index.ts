@@ -2,6 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { chainGuards, createAuthHook, LAYOUT_A_UNAUTHORIZED } from '../../plugins/auth';
 import { createQuotaHook } from '../../plugins/quota';
+import { createRateLimitGuard } from '../../plugins/rate-limit';
 import type { Layout } from '../api-routes';
 import { postsRoutesA } from './posts-routes';
 
@@ -20,8 +21,14 @@ export const layoutA: Layout = {
     await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (DESIGN §4).
+    const rateLimit = await createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutA.errorBody });
     const authenticate = chainGuards(
-      createAuthHook({ store: credentials, unauthorizedBody: LAYOUT_A_UNAUTHORIZED, serviceKeysAllowed: (request) => !postsPath.test(request.url) }),
+      createAuthHook({
+        store: credentials,
+        unauthorizedBody: LAYOUT_A_UNAUTHORIZED,
+        serviceKeysAllowed: (request) => !postsPath.test(request.url),
+        rateLimit,
+      }),
       createQuotaHook(app.db.sequelize, config.quotaPeriodS),
     );
 
@@ -29,6 +36,7 @@ export const layoutA: Layout = {
       {
         preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
           if (postsPath.test(request.url)) return authenticate(request, reply);
+          return rateLimit?.(request, reply);
         },
       },
       async (_request, reply) => reply.code(401).send(INVALID_ENDPOINT),

@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createAuthHook, LAYOUT_B_UNAUTHORIZED } from '../../plugins/auth';
+import { createRateLimitGuard } from '../../plugins/rate-limit';
 import type { Layout } from '../api-routes';
 import { postsRoutesB } from './posts-routes';
 
@@ -18,16 +19,19 @@ export const layoutB: Layout = {
     await app.register(formbody);
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (DESIGN §4).
+    const rateLimit = await createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutB.errorBody });
     const authenticate = createAuthHook({
       store: credentials,
       unauthorizedBody: LAYOUT_B_UNAUTHORIZED,
       serviceKeysAllowed: (request) => !postsPath.test(request.url),
+      rateLimit,
     });
 
     app.setNotFoundHandler(
       {
         preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
           if (postsPath.test(request.url)) return authenticate(request, reply);
+          return rateLimit?.(request, reply);
         },
       },
       async (_request, reply) => reply.code(501).send(NOT_IMPLEMENTED),

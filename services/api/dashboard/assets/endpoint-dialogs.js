@@ -1,0 +1,109 @@
+// @ts-check
+/**
+ * The two endpoint actions that ask something first: recover failed deliveries since a time
+ * (`POST /api/v1/endpoints/{id}/recover`) and rotate the signing secret
+ * (`POST /api/v1/endpoints/{id}/rotate-secret`), whose new secret is shown once.
+ */
+import { ApiError } from './api.js';
+import { byId, isoToLocalInput, localInputToIso, replace } from './dom.js';
+import { clearMessages, inlineError, showNotice } from './messages.js';
+import { api } from './session.js';
+
+const DAY_MS = 24 * 3600_000;
+
+/**
+ * @param {any} endpoint
+ * @param {() => Promise<void>} afterRecover reloads what the recovery changed
+ */
+export function openRecover(endpoint, afterRecover) {
+  clearMessages();
+  const dialog = /** @type {HTMLDialogElement} */ (byId('recover-dialog'));
+  const since = /** @type {HTMLInputElement} */ (dialog.querySelector('[name="since"]'));
+  since.value = isoToLocalInput(new Date(Date.now() - DAY_MS));
+  setTarget(dialog, endpoint);
+  onConfirm(dialog, async () => {
+    const iso = localInputToIso(since.value);
+    if (!iso) throw new ApiError(0, 'Pick the time to recover from.');
+    const { count } = await api('POST', `/endpoints/${encodeURIComponent(endpoint.id)}/recover`, { since: iso });
+    dialog.close();
+    showNotice(
+      count === 0
+        ? `No failed deliveries to endpoint #${endpoint.id} since then.`
+        : `${count} failed ${count === 1 ? 'delivery' : 'deliveries'} to endpoint #${endpoint.id} queued again.`,
+    );
+    await afterRecover();
+  });
+  dialog.showModal();
+}
+
+/** @param {any} endpoint */
+export function openRotate(endpoint) {
+  clearMessages();
+  const dialog = /** @type {HTMLDialogElement} */ (byId('rotate-dialog'));
+  const overlap = /** @type {HTMLInputElement} */ (dialog.querySelector('[name="overlap_hours"]'));
+  const ask = /** @type {HTMLElement} */ (dialog.querySelector('.dialog-form'));
+  const once = /** @type {HTMLElement} */ (dialog.querySelector('.secret-once'));
+  const secret = /** @type {HTMLElement} */ (dialog.querySelector('.secret'));
+  overlap.value = '24';
+  ask.hidden = false;
+  once.hidden = true;
+  secret.textContent = '';
+  setTarget(dialog, endpoint);
+  onConfirm(dialog, async () => {
+    const hours = Number(overlap.value);
+    if (!Number.isInteger(hours) || hours < 0 || hours > 168) throw new ApiError(0, 'The overlap is 0 to 168 whole hours.');
+    const result = await api('POST', `/endpoints/${encodeURIComponent(endpoint.id)}/rotate-secret`, { overlap_hours: hours });
+    secret.textContent = String(result.secret);
+    ask.hidden = true;
+    once.hidden = false;
+  });
+  /** @type {HTMLButtonElement} */ (dialog.querySelector('[data-copy]')).onclick = () => copySecret(secret);
+  // The secret is shown once: it leaves the page with the dialog.
+  dialog.onclose = () => {
+    secret.textContent = '';
+  };
+  dialog.showModal();
+}
+
+/** @param {HTMLElement} secret */
+async function copySecret(secret) {
+  try {
+    await navigator.clipboard.writeText(secret.textContent ?? '');
+    showNotice('Secret copied.');
+  } catch {
+    // Outside a secure context there is no clipboard API: select it for a manual copy.
+    const range = document.createRange();
+    range.selectNodeContents(secret);
+    window.getSelection()?.removeAllRanges();
+    window.getSelection()?.addRange(range);
+  }
+}
+
+/** @param {HTMLDialogElement} dialog @param {any} endpoint */
+function setTarget(dialog, endpoint) {
+  replace(/** @type {HTMLElement} */ (dialog.querySelector('.dialog-target')), `Endpoint #${endpoint.id}: ${endpoint.url}`);
+}
+
+/**
+ * Wires a dialog's buttons for one opening: Cancel and Done close it; the confirm button runs
+ * `action`, showing its error inside the dialog, which stays open.
+ *
+ * @param {HTMLDialogElement} dialog
+ * @param {() => Promise<void>} action
+ */
+function onConfirm(dialog, action) {
+  dialog.querySelector('.inline-error')?.remove();
+  for (const close of dialog.querySelectorAll('[data-close]')) /** @type {HTMLButtonElement} */ (close).onclick = () => dialog.close();
+  const confirm = /** @type {HTMLButtonElement} */ (dialog.querySelector('[data-confirm]'));
+  confirm.onclick = async () => {
+    dialog.querySelector('.inline-error')?.remove();
+    confirm.disabled = true;
+    try {
+      await action();
+    } catch (error) {
+      confirm.closest('.dialog-buttons')?.before(inlineError(error));
+    } finally {
+      confirm.disabled = false;
+    }
+  };
+}
