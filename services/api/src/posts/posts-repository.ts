@@ -4,7 +4,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
-import { createGroupCommit, GroupCommit, Settled } from './group-commit';
+import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import type { PostChangedData, PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
