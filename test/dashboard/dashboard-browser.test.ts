@@ -112,8 +112,8 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     expect(created.status).toBe(200);
     const deliveryTo = (id: number, status: string) => async () =>
       (await db.query(`SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND status = $2`, [id, status])).rows[0]?.id as string;
-    deliveryId = await waitFor(deliveryTo(endpointId, 'succeeded'), 15_000, 'the post.created delivery to succeed');
-    flakyDeliveryId = await waitFor(deliveryTo(flakyEndpointId, 'failed'), 15_000, 'the delivery to the flaky peer to fail');
+    deliveryId = await waitFor(deliveryTo(endpointId, 'succeeded'), 30_000, 'the post.created delivery to succeed');
+    flakyDeliveryId = await waitFor(deliveryTo(flakyEndpointId, 'failed'), 30_000, 'the delivery to the flaky peer to fail');
 
     userDataDir = mkdtempSync(path.join(tmpdir(), 'dashboard-chromium-'));
     browser = await chromium.launchPersistentContext(userDataDir, {
@@ -122,7 +122,7 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
       args: CHROMIUM_ARGS,
       viewport: { width: 1280, height: 800 },
     });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();

@@ -8,7 +8,8 @@ import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
-import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
+import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
+import { CircuitState, readCircuitState } from '../../../shared/queue/circuit-breaker';
 import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
@@ -26,7 +27,7 @@ import { collectQueueMetrics } from './queue-metrics';
 import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
 import { layoutB } from './routes/layout-b';
-import { webhookRoutes } from './routes/webhooks';
+import { operationsRoutes } from './routes/operations';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
@@ -56,7 +57,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
  * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, the layout at /api/v1 with the
- * webhook routes, in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
+ * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
@@ -142,10 +143,19 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     routes: [
       layout.postsRoutes,
       async (scope) => {
-        await scope.register(webhookRoutes, { db: database, queue });
+        await scope.register(operationsRoutes, { db: database, queue, readCircuit: (endpointId) => readCircuit(redis, config, endpointId) });
       },
       ...(deps.apiRoutes ?? []),
     ],
   });
   return app;
+}
+
+/** An endpoint's circuit state for its stats; Redis away is a 503, as for the queue. */
+async function readCircuit(redis: RedisClient, config: Config, endpointId: number): Promise<CircuitState> {
+  try {
+    return await readCircuitState(redis, config.redisPrefix, endpointId);
+  } catch (error) {
+    throw new QueueUnavailableError('Could not read the circuit state.', { cause: error });
+  }
 }
