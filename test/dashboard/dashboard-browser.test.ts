@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -35,11 +35,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * built processes, a real receiving peer on 127.0.0.1, and Chromium driven by playwright-core.
  * With DASHBOARD_SCREENSHOT=<file.png> it also saves the page after the redelivery.
  */
-// TEMPORARY, removed when the operations routes of DESIGN §11 land on main: until then the
-// page has no API to sign in against.
-const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'src', 'routes', 'endpoints.ts'));
-
-(operationsRoutesLanded ? describe : describe.skip)('the dashboard in Chromium', () => {
+describe('the dashboard in Chromium', () => {
   let env: TestEnvironment;
   let db: Client;
   let peer: RecordingServer;
