@@ -105,6 +105,7 @@ export async function applyUserEvent(
   const { sequelize } = deps;
   const input = validate(normaliseUser(data), event);
   if (event === 'user.deleted') {
+    // Posts first: a cascade from the user would drop them without their post.deleted events.
     const posts = await deps.posts.deleteAllByOwner(input.user_id, transaction);
     await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId: input.user_id }, transaction });
     return {
