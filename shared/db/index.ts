@@ -1,4 +1,5 @@
 import { Sequelize } from 'sequelize';
+import { IdempotencyKey } from './models/idempotency-key';
 import { Post } from './models/post';
 import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
@@ -8,7 +9,7 @@ import { WebhookEndpoint } from './models/webhook-endpoint';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
+export { IdempotencyKey, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
 /** The model classes of one connection; see {@link createDatabase}. */
@@ -20,6 +21,7 @@ export interface Models {
   WebhookAttempt: typeof WebhookAttempt;
   WebhookInbox: typeof WebhookInbox;
   ServiceKey: typeof ServiceKey;
+  IdempotencyKey: typeof IdempotencyKey;
 }
 
 export { isDatabaseUnavailable } from './errors';
@@ -75,6 +77,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookAttempt: class extends WebhookAttempt {}.initModel(sequelize),
     WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
     ServiceKey: class extends ServiceKey {}.initModel(sequelize),
+    IdempotencyKey: class extends IdempotencyKey {}.initModel(sequelize),
   };
   return {
     sequelize,
