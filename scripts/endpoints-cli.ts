@@ -1,14 +1,27 @@
-import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { QueryTypes } from 'sequelize';
 import { loadConfig } from '../shared/config';
 import { Database, createDatabase } from '../shared/db';
-import { signStandard } from '../shared/webhook/signing';
+import {
+  EndpointNotFoundError,
+  InvalidEndpointError,
+  OPERATOR,
+  UnknownEventTypeError,
+  assertEndpointSecret,
+  assertEndpointUrl,
+  assertKnownEventTypes,
+  createEndpoint,
+  deleteEndpoint,
+  generateEndpointSecret,
+  rotateEndpointSecret,
+  updateEndpoint,
+} from '../shared/operations';
 
 const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
+  npm run endpoints -- enable --id ID
+  npm run endpoints -- delete --id ID
   npm run endpoints -- rotate --id ID [--secret S] [--overlap-hours H]`;
 
 /** How long the previous secret keeps signing after a rotation unless --overlap-hours is given (Svix's window). */
@@ -27,11 +40,14 @@ class UsageError extends Error {
 /**
  * Manages webhook_endpoints (DESIGN §9). Each command prints one JSON line per result on
  * stdout: `add` prints `{"id":..,"secret":".."}` (the secret is `whsec_` + base64 of 32
- * random bytes unless --secret is given), `list` one line per endpoint without its secrets,
- * `disable` `{"id":..,"active":false}`, `rotate` `{"id":..,"secret":"<new>",
- * "previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps signing until then).
- * `--help` prints the usage on stdout. Errors go to stderr as `error: <message>`; a wrong
- * command line (followed by the usage) exits with 2, any other failure with 1.
+ * random bytes unless --secret is given; --events must name event types of the catalog,
+ * DESIGN §11), `list` one line per endpoint without its secrets, `disable` `{"id":..,
+ * "active":false}`, `enable` `{"id":..,"active":true}` (clears the disabled reason), `delete`
+ * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
+ * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
+ * signing until then). Endpoints made here are operator endpoints. `--help` prints the usage
+ * on stdout. Errors go to stderr as `error: <message>`; a wrong command line (unknown event
+ * names included; followed by the usage) exits with 2, any other failure with 1.
  */
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -40,6 +56,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'add') return run((db) => add(db, values));
   if (command === 'list') return run(list);
   if (command === 'disable') return run((db) => disable(db, values));
+  if (command === 'enable') return run((db) => enable(db, values));
+  if (command === 'delete') return run((db) => remove(db, values));
   if (command === 'rotate') return rotate(values);
   throw new UsageError(command ? `Unknown command "${command}".` : 'A command is required.');
 }
@@ -78,24 +96,25 @@ async function run(command: (db: Database) => Promise<void>): Promise<void> {
 
 async function add(db: Database, values: Values): Promise<void> {
   const url = requireOption(values.url, '--url');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch (error) {
-    throw new UsageError(`--url is not a valid URL: ${url}`, { cause: error });
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('--url must be http or https.');
+  const secret = secretOption(values.secret);
   const events = (values.events ?? '')
     .split(',')
     .map((event) => event.trim())
     .filter((event) => event !== '');
-  const secret = secretOption(values.secret);
-  const endpoint = await db.models.WebhookEndpoint.create({ url, secret, events, description: values.description ?? null });
+  try {
+    assertEndpointUrl(url);
+    await assertKnownEventTypes(db, events);
+  } catch (error) {
+    if (error instanceof InvalidEndpointError) throw new UsageError(`--url must be an http or https URL: ${url}`, { cause: error });
+    if (error instanceof UnknownEventTypeError) throw new UsageError(`--events: ${error.message}`, { cause: error });
+    throw error;
+  }
+  const { endpoint } = await createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null });
   print({ id: endpoint.id, secret });
 }
 
 async function list(db: Database): Promise<void> {
-  const endpoints = await db.models.WebhookEndpoint.findAll({ order: [['id', 'ASC']] });
+  const endpoints = await db.models.WebhookEndpoint.findAll({ where: { deletedAt: null }, order: [['id', 'ASC']] });
   for (const endpoint of endpoints) {
     print({
       id: endpoint.id,
@@ -113,35 +132,43 @@ async function disable(db: Database, values: Values): Promise<void> {
   const id = idOption(values.id);
   const [count] = await db.models.WebhookEndpoint.update(
     { active: false, disabledReason: 'disabled by an operator' },
-    { where: { id } },
+    { where: { id, deletedAt: null } },
   );
   if (count === 0) throw new Error(`No endpoint has id ${id}.`);
   print({ id, active: false });
 }
 
-/**
- * Makes a new secret current and keeps the old one as `previous_secret` until now + overlap,
- * in one statement (the right-hand sides of SET read the row as it was). The expiry comes from
- * the database clock, which is the one the worker compares it with. A second rotation within
- * the overlap replaces the previous secret: the oldest one stops signing at once.
- */
+async function enable(db: Database, values: Values): Promise<void> {
+  const id = idOption(values.id);
+  await notFoundAsError(id, () => updateEndpoint(db, id, OPERATOR, { active: true }));
+  print({ id, active: true });
+}
+
+async function remove(db: Database, values: Values): Promise<void> {
+  const id = idOption(values.id);
+  await notFoundAsError(id, () => deleteEndpoint(db, id, OPERATOR));
+  print({ id, deleted: true });
+}
+
+/** Rotates the secret (shared/operations); the old one keeps signing for --overlap-hours (default 24). */
 async function rotate(values: Values): Promise<void> {
   // Check the whole command line before connecting, so a typo never costs a connection.
   const id = idOption(values.id);
   const secret = secretOption(values.secret);
   const overlapHours = overlapOption(values['overlap-hours']);
   return run(async (db) => {
-    const [row] = await db.sequelize.query<{ id: number; previous_secret_expires_at: Date }>(
-      `UPDATE webhook_endpoints
-          SET previous_secret = secret, secret = $2,
-              previous_secret_expires_at = now() + make_interval(secs => $3), updated_at = now()
-        WHERE id = $1
-        RETURNING id, previous_secret_expires_at`,
-      { bind: [id, secret, overlapHours * 3600], type: QueryTypes.SELECT },
-    );
-    if (!row) throw new Error(`No endpoint has id ${id}.`);
-    print({ id: row.id, secret, previous_secret_expires_at: row.previous_secret_expires_at.toISOString() });
+    const rotated = await notFoundAsError(id, () => rotateEndpointSecret(db, id, OPERATOR, { secret, overlapHours }));
+    print({ id, secret, previous_secret_expires_at: rotated.previousSecretExpiresAt.toISOString() });
   });
+}
+
+async function notFoundAsError<T>(id: number, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof EndpointNotFoundError) throw new Error(`No endpoint has id ${id}.`, { cause: error });
+    throw error;
+  }
 }
 
 function idOption(value: string | undefined): number {
@@ -154,10 +181,10 @@ function idOption(value: string | undefined): number {
 
 /** The given secret, checked, or a fresh `whsec_` + base64 of 32 random bytes. */
 function secretOption(value: string | undefined): string {
-  const secret = value ?? `whsec_${randomBytes(32).toString('base64')}`;
+  const secret = value ?? generateEndpointSecret();
   try {
     // The worker signs with this secret; refuse one it could not use (whsec_ + bad base64).
-    signStandard('check', 0, '', secret);
+    assertEndpointSecret(secret);
   } catch (error) {
     throw new UsageError('--secret must be whsec_ followed by base64, or any other non-empty string.', { cause: error });
   }

@@ -145,14 +145,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
   }
   const production = value.NODE_ENV === 'production';
   const warnings: string[] = [];
-  const appKey = secretOrDevDefault('APP_KEY', value.APP_KEY, devDefaults.appKey, production, warnings);
+  const defaulted: string[] = [];
+  const appKey = secretOrDevDefault('APP_KEY', value.APP_KEY, devDefaults.appKey, production, defaulted);
   const receiverSecrets = secretOrDevDefault(
     'RECEIVER_SECRET',
     value.RECEIVER_SECRET as string[] | undefined,
     [devDefaults.receiverSecret],
     production,
-    warnings,
+    defaulted,
   );
+  // One line for all of them: a developer's every start shows it, so it stays short.
+  if (defaulted.length > 0) {
+    warnings.push(`${defaulted.join(' and ')} not set: using public development defaults. Never do this in production.`);
+  }
   const port: number = value.PORT ?? DEFAULT_PORTS[service];
   const redisClusterNodes: { host: string; port: number }[] = value.REDIS_CLUSTER_NODES ?? [];
   // BullMQ's scripts touch several keys of a queue at once: in a cluster they must share a slot.
@@ -268,10 +273,10 @@ function secretOrDevDefault<T>(
   given: T | undefined,
   devDefault: T,
   production: boolean,
-  warnings: string[],
+  defaulted: string[],
 ): T {
   if (given) return given;
   if (production) throw new ConfigError(`Missing environment variable ${name}: required when NODE_ENV=production`);
-  warnings.push(`${name} is not set: using the public development default. Never do this in production.`);
+  defaulted.push(name);
   return devDefault;
 }

@@ -6,10 +6,11 @@ import { User } from './models/user';
 import { WebhookAttempt } from './models/webhook-attempt';
 import { WebhookDelivery } from './models/webhook-delivery';
 import { WebhookEndpoint } from './models/webhook-endpoint';
+import { WebhookEventType } from './models/webhook-event-type';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { IdempotencyKey, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookInbox };
+export { IdempotencyKey, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
 /** The model classes of one connection; see {@link createDatabase}. */
@@ -20,6 +21,7 @@ export interface Models {
   WebhookDelivery: typeof WebhookDelivery;
   WebhookAttempt: typeof WebhookAttempt;
   WebhookInbox: typeof WebhookInbox;
+  WebhookEventType: typeof WebhookEventType;
   ServiceKey: typeof ServiceKey;
   IdempotencyKey: typeof IdempotencyKey;
 }
@@ -76,6 +78,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookDelivery: class extends WebhookDelivery {}.initModel(sequelize),
     WebhookAttempt: class extends WebhookAttempt {}.initModel(sequelize),
     WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
+    WebhookEventType: class extends WebhookEventType {}.initModel(sequelize),
     ServiceKey: class extends ServiceKey {}.initModel(sequelize),
     IdempotencyKey: class extends IdempotencyKey {}.initModel(sequelize),
   };

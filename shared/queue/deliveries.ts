@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import type { Database, DeliveryStatus } from '../db';
+import type { Database } from '../db';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
@@ -36,32 +36,6 @@ export interface EnqueueWebhookOptions {
   signatureHeader?: string;
   /** The api user who asked for it; only that user can read or redeliver it over HTTP. */
   userId?: number;
-}
-
-/** One HTTP attempt as `GET /webhooks/{id}` shows it. */
-export interface AttemptView {
-  number: number;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-  /** The first 2 KB of the answer. */
-  response: string | null;
-  attemptedAt: string;
-}
-
-/** A delivery's state as `GET /webhooks/{id}` shows it. */
-export interface DeliveryView {
-  id: string;
-  event: string | null;
-  url: string;
-  method: string;
-  status: DeliveryStatus;
-  nextAttemptAt: string | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-  attempts: AttemptView[];
 }
 
 /**
@@ -131,51 +105,18 @@ export async function markEnqueued(sequelize: Sequelize, ids: string[], transact
 }
 
 /**
- * Reads a delivery and its attempts, oldest first.
- *
- * @param userId - when given, a delivery of another user counts as missing
- * @returns null when there is no such delivery for this user
- */
-export async function getDelivery(db: Database, id: string, userId?: number): Promise<DeliveryView | null> {
-  const { WebhookDelivery, WebhookAttempt } = db.models;
-  const delivery = await WebhookDelivery.findByPk(id, { attributes: { exclude: ['body', 'secret', 'headers'] } });
-  if (!delivery || (userId !== undefined && delivery.userId !== userId)) return null;
-  const attempts = await WebhookAttempt.findAll({ where: { deliveryId: id }, order: [['attemptNumber', 'ASC']] });
-  return {
-    id: delivery.id,
-    event: delivery.event,
-    url: delivery.url,
-    method: delivery.method,
-    status: delivery.status,
-    nextAttemptAt: delivery.nextAttemptAt?.toISOString() ?? null,
-    lastStatusCode: delivery.lastStatusCode,
-    lastError: delivery.lastError,
-    createdAt: delivery.createdAt.toISOString(),
-    deliveredAt: delivery.deliveredAt?.toISOString() ?? null,
-    attempts: attempts.map((attempt) => ({
-      number: attempt.attemptNumber,
-      statusCode: attempt.statusCode,
-      error: attempt.error,
-      durationMs: attempt.durationMs,
-      response: attempt.responseBody,
-      attemptedAt: attempt.attemptedAt.toISOString(),
-    })),
-  };
-}
-
-/**
  * Queues exactly one new attempt of a finished delivery (succeeded or failed), with the
  * same webhook-id and body and a fresh signature; the delivery is `pending` until it runs.
+ * Who may ask, and for which endpoints, is the caller's check (shared/operations).
  *
- * @param userId - when given, a delivery of another user counts as missing
- * @throws DeliveryNotFoundError when there is no such delivery for this user
+ * @throws DeliveryNotFoundError when there is no such delivery
  * @throws DeliveryInProgressError while the delivery is pending or being delivered
  * @throws QueueUnavailableError when Redis is away; the delivery is left as it was
  */
-export async function redeliverWebhook(deps: DeliveryDeps, id: string, userId?: number): Promise<void> {
+export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
   const { WebhookDelivery } = deps.db.models;
-  const delivery = await WebhookDelivery.findByPk(id, { attributes: ['id', 'status', 'userId'] });
-  if (!delivery || (userId !== undefined && delivery.userId !== userId)) throw new DeliveryNotFoundError(id);
+  const delivery = await WebhookDelivery.findByPk(id, { attributes: ['id', 'status'] });
+  if (!delivery) throw new DeliveryNotFoundError(id);
   const previous = delivery.status;
   if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
@@ -186,12 +127,32 @@ export async function redeliverWebhook(deps: DeliveryDeps, id: string, userId?: 
   );
   if (claimed === 0) throw new DeliveryInProgressError(id);
   try {
-    // The finished job may still be kept in Redis under this id, and adding a job whose id
-    // exists is a no-op in BullMQ, so the old one goes first.
-    await deps.queue.remove(id);
-    await addDeliveryJobs(deps.queue, [{ deliveryId: id, name: 'redeliver' }]);
+    await addOneShotJobs(deps.queue, [id]);
   } catch (error) {
     await WebhookDelivery.update({ status: previous, oneShot: false }, { where: { id, status: 'pending' } });
+    throw error;
+  }
+}
+
+// Removals run this many at a time: enough to recover 10,000 deliveries in seconds, few
+// enough not to flood Redis.
+const REMOVE_BATCH = 200;
+
+/**
+ * Adds one `redeliver` job (exactly one attempt) per delivery id. The finished job may still
+ * be kept in Redis under the same id, and adding a job whose id exists is a no-op in BullMQ,
+ * so the old one goes first.
+ *
+ * @throws QueueUnavailableError when Redis is away or fails
+ */
+export async function addOneShotJobs(queue: WebhookQueue, ids: readonly string[]): Promise<void> {
+  if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
+  try {
+    for (let start = 0; start < ids.length; start += REMOVE_BATCH) {
+      await Promise.all(ids.slice(start, start + REMOVE_BATCH).map((id) => queue.remove(id)));
+    }
+    await addDeliveryJobs(queue, ids.map((deliveryId) => ({ deliveryId, name: 'redeliver' as const })));
+  } catch (error) {
     if (error instanceof QueueUnavailableError) throw error;
     throw new QueueUnavailableError('Could not queue the redelivery.', { cause: error });
   }

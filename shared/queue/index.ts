@@ -1,5 +1,6 @@
 export * from './deliveries';
 export * from './errors';
+export * from './fan-out';
 export * from './outbox';
 export * from './webhook-queue';
 export * from './circuit-breaker';

@@ -1,10 +1,9 @@
 import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
-import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
-import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
+import { insertEventDeliveryJobs } from './fan-out';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -44,8 +43,8 @@ export interface Outbox {
    * endpoint with no events takes every event), inside the caller's transaction, so the
    * rows commit or roll back with the post change. The body is the DESIGN §7 envelope
    * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`,
-   * serialised once. The rows belong to `data.user_id` (the post's owner) when that user
-   * exists, so the owner can read and redeliver them. After commit, without holding up the
+   * serialised once. Only operator endpoints and those of the post's owner (`data.user_id`)
+   * receive it (DESIGN §6 ownership). After commit, without holding up the
    * caller, the rows are added to the queue and marked `enqueued_at`; when Redis is away
    * that is logged and left to the relay, and the caller's commit still succeeds.
    *
@@ -236,11 +235,12 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
 /**
  * The outbox's write without the enqueue: one `webhook_deliveries` row per active endpoint
- * subscribed to `event`, inside `transaction`, with `enqueued_at` NULL. A process without a
- * queue (the receiver) records events this way and the api's relay queues them within
- * OUTBOX_RELAY_INTERVAL_MS; {@link Outbox.record} adds the immediate enqueue after commit.
+ * subscribed to `event`, among the operator endpoints and those of the post's owner
+ * (`data.user_id`; DESIGN §6 ownership), inside `transaction`, with `enqueued_at` NULL. A
+ * process without a queue (the receiver) records events this way and the api's relay queues
+ * them within OUTBOX_RELAY_INTERVAL_MS; {@link Outbox.record} adds the immediate enqueue after commit.
  *
- * @param data - the event data of DESIGN §6; `data.user_id`, when that user exists, owns the rows
+ * @param data - the event data of DESIGN §6 (`pid`, `uuid`, `user_id`, ...)
  * @returns the new delivery ids (webhook-ids), none when no endpoint subscribes
  * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
  */
@@ -255,24 +255,8 @@ export async function insertDeliveries(
 
 /** {@link insertDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction, event: PostEvent, data: object): Promise<DeliveryJob[]> {
-  const body = serializeEnvelope(data, { event, signable: true });
   const owner = (data as { user_id?: unknown }).user_id;
-  // One round trip inside the caller's transaction: the ids are drawn by PostgreSQL in the
-  // newWebhookId() format (msg_ + 22 base64url characters of a random UUID's 16 bytes).
-  // The post's owner owns the deliveries, so they can read and redeliver them over HTTP.
-  // The writing request's trace travels in the row, so a revived job still joins it.
-  const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
-    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
-     SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
-            id, url, $1, $2, (SELECT user_id FROM users WHERE user_id = $3), $4
-       FROM webhook_endpoints
-      WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events))
-      ORDER BY id
-     RETURNING id, endpoint_id`,
-    { bind: [event, body, typeof owner === 'number' ? owner : null, activeTraceparent()], type: QueryTypes.SELECT, transaction },
-  );
-  annotateActiveSpan({ [WEBHOOK_EVENT]: event, [WEBHOOK_IDS]: rows.map((row) => row.id) });
-  return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
+  return insertEventDeliveryJobs(sequelize, transaction, { event, data, ownerUserId: typeof owner === 'number' ? owner : null });
 }
 
 function toJob(row: PendingRow): DeliveryJob {

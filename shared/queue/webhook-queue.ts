@@ -30,7 +30,7 @@ export type WebhookJobName = 'deliver' | 'redeliver';
 export type WebhookQueue = Queue<WebhookJobData, void, WebhookJobName>;
 
 /** The logging this module needs; pino loggers and Fastify's `request.log` fit. */
-export type QueueLogger = Pick<BaseLogger, 'info' | 'warn'>;
+export type QueueLogger = Pick<BaseLogger, 'info' | 'warn' | 'debug'>;
 
 /** One job to add: the delivery id is also the BullMQ job id, so adding twice is harmless. */
 export interface DeliveryJob {
@@ -77,7 +77,8 @@ const ADD_TIMEOUT_MS = 2_000;
  *
  * @param connection - a `client`-role ioredis connection (shared/redis): commands fail fast
  *   while Redis is away, so a producer never hangs; the caller owns and closes it
- * @param logger - receives the queue's connection errors (BullMQ emits them as `error` events)
+ * @param logger - receives the queue's connection errors at debug level (BullMQ emits them as
+ *   `error` events); the connection's outages are its owner's to log (shared/redis `logRedisOutages`)
  */
 export function createWebhookQueue(
   config: Pick<Config, 'redisPrefix'>,
@@ -90,7 +91,8 @@ export function createWebhookQueue(
     defaultJobOptions: DEFAULT_JOB_OPTIONS,
     streams: { events: { maxLen: EVENTS_MAX_LEN } },
   });
-  queue.on('error', (error) => logger?.warn({ err: error }, 'webhook queue connection error'));
+  // The connection's owner logs its outages; each failed reconnect also arrives here.
+  queue.on('error', (error) => logger?.debug({ err: error }, 'webhook queue connection error'));
   return queue;
 }
 

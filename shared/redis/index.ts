@@ -158,3 +158,6 @@ export function whenReady(redis: RedisClient, timeoutMs: number): ReadyWait {
   });
   return { ready, cancel: () => finish(false) };
 }
+
+export { createOutageLog, logRedisOutages } from './outage-log';
+export type { OutageLog, OutageLogger } from './outage-log';

@@ -1,7 +1,7 @@
 import type { Config } from '../config';
 import { type Database, createDatabase } from '../db';
 import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
-import { createRedis, RedisClient, RedisTarget, whenReady } from '../redis';
+import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, RedisTarget, whenReady } from '../redis';
 
 /**
  * How long a new producer's first enqueue waits for Redis, ms. Past it the delivery row is
@@ -51,7 +51,8 @@ export function createWebhookProducer(
   const db = createDatabase(config.databaseUrl, { poolMax: 5 });
   const connection = createRedis(config, 'client');
   // ioredis emits an error per failed reconnect; without a listener each one is printed.
-  connection.on('error', (error) => logger?.warn({ err: error }, 'webhook producer Redis error'));
+  if (logger) logRedisOutages(connection, logger, `Redis at ${describeRedisTarget(config)}`, 'enqueued webhooks wait in the outbox');
+  else connection.on('error', () => undefined);
   const queue = createWebhookQueue(config, connection, logger);
   const first = whenReady(connection, FIRST_READY_TIMEOUT_MS);
   return {

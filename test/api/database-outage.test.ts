@@ -1,18 +1,21 @@
 import { createUser, TestUser } from '../support/factories';
 import { startTcpProxy, TcpProxy } from '../support/tcp-proxy';
 import { ApiClient, ApiHarness, ApiRequest, createApiHarness } from './support/api-harness';
+import { createServiceKey, TestServiceKey } from './support/operations';
 
 // PostgreSQL is shared by every test here, so it is made unreachable through a proxy the
 // apis connect to, never stopped (DESIGN §6 "Recovery").
 let harness: ApiHarness;
 let proxy: TcpProxy;
 let user: TestUser;
+let sender: TestServiceKey;
 let apiA: ApiClient;
 let apiB: ApiClient;
 
 beforeAll(async () => {
   harness = await createApiHarness();
   user = await createUser(harness.db);
+  sender = await createServiceKey(harness.db, ['webhooks:send']);
   const real = new URL(harness.env.databaseUrl);
   proxy = await startTcpProxy({ host: real.hostname, port: Number(real.port || 5432) });
   const viaProxy = new URL(real);
@@ -43,7 +46,7 @@ function routesOfA(): ApiRequest[] {
     { method: 'POST', url: '/api/v1/posts/create', headers, payload: { title: 'T', body: 'B', userId: user.user.userId } },
     { method: 'PUT', url: '/api/v1/posts/update/1', headers, payload: { title: 'T' } },
     { method: 'DELETE', url: '/api/v1/posts/delete/1', headers },
-    { method: 'POST', url: '/api/v1/webhooks', headers, payload: WEBHOOK },
+    { method: 'POST', url: '/api/v1/webhooks', headers: sender.headers, payload: WEBHOOK },
   ];
 }
 
@@ -55,7 +58,7 @@ function routesOfB(): ApiRequest[] {
     { method: 'POST', url: '/api/v1/posts', headers, payload: { title: 'T', content: 'C' } },
     { method: 'PUT', url: '/api/v1/posts/1', headers, payload: { title: 'T', content: 'C' } },
     { method: 'DELETE', url: '/api/v1/posts/1', headers },
-    { method: 'POST', url: '/api/v1/webhooks', headers, payload: WEBHOOK },
+    { method: 'POST', url: '/api/v1/webhooks', headers: sender.headers, payload: WEBHOOK },
   ];
 }
 

@@ -1,5 +1,6 @@
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
+import { createServiceKey } from './support/operations';
 
 // Layout A answers {"status":N,"message":".."}, Layout B {"message":".."} (DESIGN §5).
 const shape = (layout: 'a' | 'b', status: number, message: string) => (layout === 'a' ? { status, message } : { message });
@@ -111,7 +112,10 @@ describe('malformed requests and server errors', () => {
     const res = await api.request({ url: '/api/v1/webhooks/msg_unknown', headers: alice.headers });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual(shape(layout, 404, 'Webhook delivery not found.'));
-    const invalid = await api.request({ method: 'POST', url: '/api/v1/webhooks', headers: alice.headers, payload: { event: 'x' } });
+    const byUser = await api.request({ method: 'POST', url: '/api/v1/webhooks', headers: alice.headers, payload: { event: 'x' } });
+    expect([byUser.statusCode, byUser.json()]).toEqual([403, shape(layout, 403, 'A service key with the scope webhooks:send is required.')]);
+    const { headers } = await createServiceKey(harness.db, ['webhooks:send']);
+    const invalid = await api.request({ method: 'POST', url: '/api/v1/webhooks', headers, payload: { event: 'x' } });
     expect(invalid.statusCode).toBe(400);
     expect(invalid.json()).toEqual(shape(layout, 400, expect.stringContaining('url')));
   });

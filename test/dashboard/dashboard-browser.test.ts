@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -35,11 +35,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
  * built processes, a real receiving peer on 127.0.0.1, and Chromium driven by playwright-core.
  * With DASHBOARD_SCREENSHOT=<file.png> it also saves the page after the redelivery.
  */
-// TEMPORARY, removed when the operations routes of DESIGN §11 land on main: until then the
-// page has no API to sign in against.
-const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'src', 'routes', 'endpoints.ts'));
-
-(operationsRoutesLanded ? describe : describe.skip)('the dashboard in Chromium', () => {
+describe('the dashboard in Chromium', () => {
   let env: TestEnvironment;
   let db: Client;
   let peer: RecordingServer;
@@ -112,8 +108,8 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
     expect(created.status).toBe(200);
     const deliveryTo = (id: number, status: string) => async () =>
       (await db.query(`SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND status = $2`, [id, status])).rows[0]?.id as string;
-    deliveryId = await waitFor(deliveryTo(endpointId, 'succeeded'), 15_000, 'the post.created delivery to succeed');
-    flakyDeliveryId = await waitFor(deliveryTo(flakyEndpointId, 'failed'), 15_000, 'the delivery to the flaky peer to fail');
+    deliveryId = await waitFor(deliveryTo(endpointId, 'succeeded'), 30_000, 'the post.created delivery to succeed');
+    flakyDeliveryId = await waitFor(deliveryTo(flakyEndpointId, 'failed'), 30_000, 'the delivery to the flaky peer to fail');
 
     userDataDir = mkdtempSync(path.join(tmpdir(), 'dashboard-chromium-'));
     browser = await chromium.launchPersistentContext(userDataDir, {
@@ -122,7 +118,7 @@ const operationsRoutesLanded = existsSync(path.join(ROOT, 'services', 'api', 'sr
       args: CHROMIUM_ARGS,
       viewport: { width: 1280, height: 800 },
     });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();

@@ -12,6 +12,9 @@ import { RedisClusterProcess, startRedisCluster } from '../support/redis-cluster
  * REDIS_URL points at a closed port, so any Redis client that ignored REDIS_CLUSTER_NODES
  * would leave the api or the worker unready, or the post event undelivered.
  */
+// Generous: two processes start at once, on a machine that may be busy with other test files.
+const START_TIMEOUT_MS = 60_000;
+
 describe('with REDIS_CLUSTER_NODES, the system runs on a Redis Cluster', () => {
   const secret = 'whsec_' + Buffer.from('redis-cluster-endpoint-secret-0123').toString('base64');
   let cluster: RedisClusterProcess;
@@ -44,13 +47,15 @@ describe('with REDIS_CLUSTER_NODES, the system runs on a Redis Cluster', () => {
       WORKER_LOCK_DURATION_MS: '2000',
       WORKER_SHUTDOWN_TIMEOUT_MS: '2000',
     };
-    services.push(
-      ...(await Promise.all([
-        startService('api-a', 'dist/services/api/src/server.js', { ...shared, API_LAYOUT: 'a', PORT: String(apiPort) }, apiPort),
-        startService('webhook-worker', 'dist/services/webhook-worker/src/main.js', { ...shared, WORKER_METRICS_PORT: String(workerPort) }, workerPort),
-      ])),
-    );
-  }, 60_000);
+    // Each is kept as soon as it is up, so afterAll stops it even when the other failed.
+    const start = async (name: string, script: string, extra: Record<string, string>, port: number) => {
+      services.push(await startService(name, script, { ...shared, ...extra }, port, START_TIMEOUT_MS));
+    };
+    await Promise.all([
+      start('api-a', 'dist/services/api/src/server.js', { API_LAYOUT: 'a', PORT: String(apiPort) }, apiPort),
+      start('webhook-worker', 'dist/services/webhook-worker/src/main.js', { WORKER_METRICS_PORT: String(workerPort) }, workerPort),
+    ]);
+  }, 2 * START_TIMEOUT_MS);
 
   afterAll(async () => {
     await Promise.all(services.map((service) => service.stop('SIGKILL')));
@@ -75,7 +80,7 @@ describe('with REDIS_CLUSTER_NODES, the system runs on a Redis Cluster', () => {
     expect(created.status).toBe(200);
     const pid = ((await created.json()) as { item: { postId: number } }).item.postId;
 
-    const [request] = await peer.waitForRequests(1, 15_000);
+    const [request] = await peer.waitForRequests(1, 30_000);
     const delivery = (await db.query(`SELECT id FROM webhook_deliveries WHERE event = 'post.created'`)).rows[0] as { id: string };
     expect(request.headers['webhook-id']).toBe(delivery.id);
     const verified = new Webhook(secret).verify(request.body.toString(), request.headers as Record<string, string>) as {
@@ -84,7 +89,7 @@ describe('with REDIS_CLUSTER_NODES, the system runs on a Redis Cluster', () => {
     expect(verified._data.pid).toBe(pid);
     await waitFor(
       async () => (await db.query('SELECT status FROM webhook_deliveries WHERE id = $1', [delivery.id])).rows[0].status === 'succeeded',
-      5_000,
+      15_000,
       'the delivery to be marked succeeded',
     );
     // The job lived in the cluster, under the hash-tagged prefix.
@@ -93,13 +98,13 @@ describe('with REDIS_CLUSTER_NODES, the system runs on a Redis Cluster', () => {
     // Layout A's read cache (a two-key script) works in the cluster too.
     const read = await fetch(`http://127.0.0.1:${apiPort}/api/v1/posts/${pid}`, { headers });
     expect(read.status).toBe(200);
-    await waitFor(async () => (await redis.exists(`${prefix}:posts:post:${pid}`)) === 1, 5_000, 'the post to be cached');
+    await waitFor(async () => (await redis.exists(`${prefix}:posts:post:${pid}`)) === 1, 15_000, 'the post to be cached');
 
     // Every key the system wrote (queue, cache, limits, breakers...) is under the hash tag, so
     // multi-key commands never span slots.
     const keys = (await Promise.all(redis.nodes('master').map(async (node) => node.keys('*')))).flat();
     expect(keys.filter((key) => !key.startsWith(`${prefix}:`))).toEqual([]);
-  });
+  }, 60_000);
 
   it('when keys spread over every master are deleted by prefix, then none is left', async () => {
     const spread = `${env.redisPrefix}-spread:`;

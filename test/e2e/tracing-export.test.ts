@@ -16,6 +16,9 @@ interface ExportedTraces {
  * OTEL_EXPORTER_OTLP_ENDPOINT, export their spans over OTLP/HTTP to `<endpoint>/v1/traces`,
  * and the two processes' spans of one post event share one trace.
  */
+// Generous: two processes start at once, on a machine that may be busy with other test files.
+const START_TIMEOUT_MS = 60_000;
+
 describe('with OTEL_EXPORTER_OTLP_ENDPOINT, the api and the worker export one trace', () => {
   let env: TestEnvironment;
   let db: Client;
@@ -41,11 +44,16 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT, the api and the worker export one tr
       REDIS_PREFIX: env.redisPrefix,
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
     };
-    [api, worker] = await Promise.all([
-      startService('api-b', 'dist/services/api/src/server.js', { ...shared, API_LAYOUT: 'b', PORT: String(apiPort) }, apiPort),
-      startService('webhook-worker', 'dist/services/webhook-worker/src/main.js', { ...shared, WORKER_METRICS_PORT: String(workerPort) }, workerPort),
+    // Each is kept as soon as it is up, so afterAll stops it even when the other failed.
+    await Promise.all([
+      startService('api-b', 'dist/services/api/src/server.js', { ...shared, API_LAYOUT: 'b', PORT: String(apiPort) }, apiPort, START_TIMEOUT_MS).then(
+        (started) => (api = started),
+      ),
+      startService('webhook-worker', 'dist/services/webhook-worker/src/main.js', { ...shared, WORKER_METRICS_PORT: String(workerPort) }, workerPort, START_TIMEOUT_MS).then(
+        (started) => (worker = started),
+      ),
     ]);
-  }, 60_000);
+  }, 2 * START_TIMEOUT_MS);
 
   afterAll(async () => {
     await Promise.all([api?.stop('SIGKILL'), worker?.stop('SIGKILL')]);
@@ -65,11 +73,11 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT, the api and the worker export one tr
       body: JSON.stringify({ title: 'exported', content: 'over OTLP' }),
     });
     expect(created.status).toBe(200);
-    const [delivered] = await peer.waitForRequests(1, 15_000);
+    const [delivered] = await peer.waitForRequests(1, 30_000);
     const webhookId = delivered.headers['webhook-id'];
     await waitFor(
       async () => (await db.query('SELECT status FROM webhook_deliveries WHERE id = $1', [webhookId])).rows[0].status === 'succeeded',
-      5_000,
+      15_000,
       'the delivery to be recorded',
     );
 
@@ -89,5 +97,5 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT, the api and the worker export one tr
     );
     expect(request).toBeDefined();
     expect(attempt?.traceId).toBe(request?.traceId);
-  });
+  }, 60_000);
 });

@@ -101,6 +101,43 @@ describe('endpoints CLI', () => {
     expect([row.secret, row.previousSecret]).toEqual(['third-secret', 'second-secret']);
   });
 
+  it('When a disabled endpoint is enabled, then it is active again with no disabled reason', () => {
+    const { id } = JSON.parse(cli('add', '--url', 'https://example.com/re-enabled').stdout);
+    cli('disable', '--id', String(id));
+
+    const enabled = cli('enable', '--id', String(id));
+
+    expect(enabled.status).toBe(0);
+    expect(JSON.parse(enabled.stdout)).toEqual({ id, active: true });
+    const listed = cli('list').stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(listed.find((endpoint) => endpoint.id === id)).toMatchObject({ active: true, disabledReason: null });
+  });
+
+  it('When an endpoint with a pending delivery is deleted, then it is gone from the list and the delivery failed with "endpoint deleted"', async () => {
+    const { id } = JSON.parse(cli('add', '--url', 'https://example.com/deleted').stdout);
+    await db.models.WebhookDelivery.create({ id: 'msg_cli_delete_pending', endpointId: id, url: 'https://example.com/deleted', event: 'post.created', body: '{}' });
+
+    const deleted = cli('delete', '--id', String(id));
+
+    expect(deleted.status).toBe(0);
+    expect(JSON.parse(deleted.stdout)).toEqual({ id, deleted: true });
+    const listed = cli('list').stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    expect(listed.map((endpoint) => endpoint.id)).not.toContain(id);
+    const delivery = await db.models.WebhookDelivery.findByPk('msg_cli_delete_pending', { rejectOnEmpty: true });
+    expect([delivery.status, delivery.lastError]).toEqual(['failed', 'endpoint deleted']);
+    expect(cli('delete', '--id', String(id)).stderr).toMatch(`No endpoint has id ${id}.`);
+  });
+
+  it('When an endpoint subscribes to an event type an operator added, then add accepts it', async () => {
+    await db.models.WebhookEventType.create({ name: 'invoice.paid', description: null, schema: null });
+
+    const added = cli('add', '--url', 'https://example.com/invoices', '--events', 'invoice.paid,post.created');
+
+    expect(added.status).toBe(0);
+    const row = await db.models.WebhookEndpoint.findByPk(JSON.parse(added.stdout).id, { rejectOnEmpty: true });
+    expect(row.events).toEqual(['invoice.paid', 'post.created']);
+  });
+
   it.each([
     [['rotate'], 2, /--id is required/],
     [['rotate', '--id', '0'], 2, /--id must be a positive integer/],
@@ -112,6 +149,9 @@ describe('endpoints CLI', () => {
     [['add'], 2, /--url is required/],
     [['add', '--url', 'ftp://example.com'], 2, /http or https/],
     [['add', '--url', 'http://example.com', '--secret', 'whsec_***'], 2, /--secret/],
+    [['add', '--url', 'http://example.com', '--events', 'post.created,post.archived,user.x'], 2, /Unknown event types: post.archived, user.x\./],
+    [['enable', '--id', '999999'], 1, /No endpoint has id 999999/],
+    [['delete'], 2, /--id is required/],
     [['disable', '--id', 'abc'], 2, /positive integer/],
     [['disable', '--id', '999999'], 1, /No endpoint has id 999999/],
     [['remove'], 2, /Unknown command "remove"/],

@@ -66,9 +66,9 @@ describe('tracing from the api request to the HTTP attempt', () => {
     const worker = startWorker(harness.env.config, producer.db);
     try {
       const deliveryId = await createPost(traceId);
-      await peer.waitForRequests(1, 10_000);
+      await peer.waitForRequests(1, 20_000);
       // The job's span ends last, once the attempt is recorded.
-      const job = (await waitFor(async () => spansOf(traceId).find((span) => span.kind === SpanKind.CONSUMER), 5_000, 'the job span'))!;
+      const job = (await waitFor(async () => spansOf(traceId).find((span) => span.kind === SpanKind.CONSUMER), 15_000, 'the job span'))!;
       const attempt = spansOf(traceId).find((span) => span.kind === SpanKind.CLIENT)!;
 
       const request = spansOf(traceId).find((span) => span.kind === SpanKind.SERVER)!;
@@ -83,14 +83,14 @@ describe('tracing from the api request to the HTTP attempt', () => {
     } finally {
       await worker.close();
     }
-  });
+  }, 60_000);
 
   it('when the job is lost from Redis and the outbox relay queues it again, then the attempt still joins the request trace', async () => {
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const deliveryId = await createPost(traceId);
     await waitFor(
       async () => (await producer.db.models.WebhookDelivery.findByPk(deliveryId))?.enqueuedAt,
-      5_000,
+      15_000,
       'the post-commit enqueue',
     );
     await producer.queue.remove(deliveryId);
@@ -102,7 +102,7 @@ describe('tracing from the api request to the HTTP attempt', () => {
     try {
       const job = (await waitFor(
         async () => spansOf(traceId).find((span) => span.kind === SpanKind.CONSUMER),
-        10_000,
+        30_000,
         'the span of the revived job',
       ))!;
       const attempt = spansOf(traceId).find((span) => span.kind === SpanKind.CLIENT)!;
@@ -113,5 +113,5 @@ describe('tracing from the api request to the HTTP attempt', () => {
     } finally {
       await worker.close();
     }
-  });
+  }, 60_000);
 });

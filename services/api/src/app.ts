@@ -4,11 +4,13 @@ import Fastify, { FastifyInstance } from 'fastify';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
+import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
-import { createOutbox, createWebhookQueue, WebhookQueue } from '../../../shared/queue';
-import { createRedis, pingRedis, RedisClient } from '../../../shared/redis';
+import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
+import { CircuitState, readCircuitState } from '../../../shared/queue/circuit-breaker';
+import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { createImageStore } from './images/image-store';
@@ -25,7 +27,7 @@ import { collectQueueMetrics } from './queue-metrics';
 import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
 import { layoutB } from './routes/layout-b';
-import { webhookRoutes } from './routes/webhooks';
+import { operationsRoutes } from './routes/operations';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
@@ -55,12 +57,12 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
  * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, the layout at /api/v1 with the
- * webhook routes, in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
+ * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   const app = Fastify({
-    logger: { level: config.logLevel },
+    logger: loggerOptions(config),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     bodyLimit: JSON_BODY_LIMIT_BYTES,
@@ -68,7 +70,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   });
   const database = deps.database ?? createDatabase(config.databaseUrl);
   const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
-  logRedisOutages(redis, app);
+  logRedisOutages(redis, app.log, `Redis at ${describeRedisTarget(config)}`, 'the cache is off, deliveries wait in the outbox');
   const queue = deps.queue ?? createWebhookQueue(config, redis, app.log);
   const outbox = createOutbox({ db: database, queue, logger: app.log, relayIntervalMs: config.outboxRelayIntervalMs });
   const postEvents = deps.postEvents ?? outbox;
@@ -141,7 +143,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     routes: [
       layout.postsRoutes,
       async (scope) => {
-        await scope.register(webhookRoutes, { db: database, queue });
+        await scope.register(operationsRoutes, { db: database, queue, readCircuit: (endpointId) => readCircuit(redis, config, endpointId) });
       },
       ...(deps.apiRoutes ?? []),
     ],
@@ -149,15 +151,11 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   return app;
 }
 
-/** ioredis reports every failed reconnect; log the transitions only. */
-function logRedisOutages(redis: RedisClient, app: FastifyInstance): void {
-  let up = true;
-  redis.on('error', (err) => {
-    if (up) app.log.warn({ err }, 'Redis unreachable: serving Layout A reads from the database');
-    up = false;
-  });
-  redis.on('ready', () => {
-    if (!up) app.log.info('Redis reachable again');
-    up = true;
-  });
+/** An endpoint's circuit state for its stats; Redis away is a 503, as for the queue. */
+async function readCircuit(redis: RedisClient, config: Config, endpointId: number): Promise<CircuitState> {
+  try {
+    return await readCircuitState(redis, config.redisPrefix, endpointId);
+  } catch (error) {
+    throw new QueueUnavailableError('Could not read the circuit state.', { cause: error });
+  }
 }

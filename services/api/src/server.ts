@@ -1,7 +1,8 @@
 import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
-import { createRedis, describeRedisTarget, whenReady } from '../../../shared/redis';
+import { failIfPortUnusable, failStart } from '../../../shared/logging';
+import { createRedis, whenReady } from '../../../shared/redis';
 import { startTracing } from '../../../shared/tracing';
 import { buildApp } from './app';
 import { UploadDirectoryError } from './images/errors';
@@ -15,8 +16,7 @@ function redact(url: string): string {
 
 /** A start-up failure a user can act on: one line on stderr, no stack trace, exit 1. */
 function fail(message: string): never {
-  process.stderr.write(`api: ${message}\n`);
-  process.exit(1);
+  failStart('api', message);
 }
 
 async function main(): Promise<void> {
@@ -45,9 +45,8 @@ async function main(): Promise<void> {
     throw err;
   }
   for (const warning of config.warnings) app.log.warn(warning);
-  if (!(await whenReady(redis, 3_000).ready)) {
-    app.log.warn(`Redis unreachable at start: ${describeRedisTarget(config)}; serving without the cache until it answers`);
-  }
+  // Give Redis a moment so the first requests find the cache; an outage is logged by the app.
+  await whenReady(redis, 3_000).ready;
 
   // Stop accepting, let in-flight requests finish, then close the pool and Redis (app onClose hooks).
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
@@ -57,8 +56,13 @@ async function main(): Promise<void> {
     await tracing?.shutdown();
   });
 
-  await app.listen({ host: config.host, port: config.port });
-  app.log.info({ layout: config.apiLayout }, 'api ready');
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    failIfPortUnusable('api', err, config.port, 'PORT');
+    throw err;
+  }
+  app.log.info({ layout: config.apiLayout, port: config.port }, 'api ready');
 }
 
 void main();

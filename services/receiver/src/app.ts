@@ -7,11 +7,12 @@ import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
 import { insertDeliveries } from '../../../shared/queue/outbox';
-import { type RedisClient, createRedis } from '../../../shared/redis';
+import { type RedisClient, createRedis, describeRedisTarget, logRedisOutages } from '../../../shared/redis';
 import { createImageStore } from '../../api/src/images/image-store';
 import { createPostCache } from '../../api/src/posts/post-cache';
 import { createPostsRepository } from '../../api/src/posts/posts-repository';
 import { webhookRoutes } from './routes/webhooks';
+import { loggerOptions } from '../../../shared/logging';
 
 /** What a caller may hand in instead of letting the app create it; the app closes what it is given. */
 export interface ReceiverDeps {
@@ -38,10 +39,10 @@ const CACHE_TTL_SECONDS = 300;
 export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise<FastifyInstance> {
   // First: it may throw, and nothing is open yet.
   const images = createImageStore(config.uploadDir);
-  const app = Fastify({ logger: { level: config.logLevel }, bodyLimit: 1024 * 1024 });
+  const app = Fastify({ logger: loggerOptions(config), bodyLimit: 1024 * 1024 });
   const database = deps.database ?? createDatabase(config.databaseUrl);
   const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
-  redis.on('error', (err) => app.log.debug({ err }, 'receiver redis connection error'));
+  logRedisOutages(redis, app.log, `Redis at ${describeRedisTarget(config)}`);
   await app.register(databasePlugin, { database });
   await app.register(redisPlugin, { redis });
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics('receiver') });

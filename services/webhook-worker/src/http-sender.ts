@@ -177,10 +177,9 @@ function describe(error: unknown, url: string): string {
   if (error instanceof BlockedTargetError) return error.message;
   const system = findSystemError(error);
   if (system) {
-    const host = new URL(url).hostname;
-    const where = system.address === undefined ? '' : ` ${host}${system.port === undefined ? '' : `:${system.port}`}`;
-    const detail = system.address === undefined ? system.message : `${system.syscall} ${system.code}${where}`;
-    return `${system.code}: ${detail}`;
+    if (system.address === undefined) return `${system.code}: ${system.message}`;
+    const port = system.port === undefined ? '' : `:${system.port}`;
+    return `${system.code}: ${system.syscall} ${system.code} ${new URL(url).hostname}${port}`;
   }
   if (error instanceof AxiosError) return error.code ? `${error.code}: ${error.message}` : error.message;
   return error instanceof Error ? error.message : String(error);

@@ -1,7 +1,8 @@
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
-import { loadConfig } from '../../../shared/config';
+import { ConfigError, loadConfig } from '../../../shared/config';
 import { createDatabase } from '../../../shared/db';
+import { createLogger, failIfPortUnusable, failStart } from '../../../shared/logging';
 import { createMetrics } from '../../../shared/metrics';
 import { startTracing } from '../../../shared/tracing';
 import { createMetricsServer } from './metrics-server';
@@ -17,8 +18,14 @@ const MAX_POOL = 20;
  * the database, in the reverse order of opening.
  */
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, 'worker');
-  const logger = pino({ level: config.logLevel, base: { service: 'webhook-worker' } });
+  let config;
+  try {
+    config = loadConfig(process.env, 'worker');
+  } catch (err) {
+    if (err instanceof ConfigError) failStart('webhook-worker', err.message);
+    throw err;
+  }
+  const logger = createLogger(config, { service: 'webhook-worker' });
   for (const warning of config.warnings) logger.warn(warning);
 
   const tracing = await startTracing({ serviceName: 'webhook-worker', endpoint: config.otelExporterOtlpEndpoint });
@@ -27,7 +34,14 @@ async function main(): Promise<void> {
   const metrics = createMetrics('webhook-worker');
   const worker = createWebhookWorker({ config, db, logger, metrics });
   const server = config.workerMetricsPort === 0 ? undefined : createMetricsServer({ db, worker, metrics });
-  if (server) await server.listen({ host: config.host, port: config.workerMetricsPort });
+  if (server) {
+    try {
+      await server.listen({ host: config.host, port: config.workerMetricsPort });
+    } catch (err) {
+      failIfPortUnusable('webhook-worker', err, config.workerMetricsPort, 'WORKER_METRICS_PORT');
+      throw err;
+    }
+  }
 
   closeWithGrace({ delay: config.workerShutdownTimeoutMs + 5_000 }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'webhook worker failed');

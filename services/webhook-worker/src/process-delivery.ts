@@ -41,8 +41,11 @@ const RESERVED_HEADERS = new Set([
 const RETRY_SHARE = 0.8;
 /** A job over its endpoint's cap waits this long, jittered (DESIGN §6). */
 const CAP_WAIT_MS: [number, number] = [100, 500];
-/** PostgreSQL unreachable: postpone by 0.5 s, doubling per consecutive failure, up to 15 s. */
-const DATABASE_BACKOFF_MS = { base: 500, max: 15_000 };
+/**
+ * PostgreSQL unreachable: postpone by as long as it has been away so far, at least 0.5 s and
+ * at most 15 s, so a short outage costs little and a long one does not spin.
+ */
+const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
 
 /**
  * The BullMQ processor: one attempt per run, isolated per endpoint (DESIGN §6). Before an
@@ -67,7 +70,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   const random = options.random ?? Math.random;
   const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));
   let retriesInFlight = 0;
-  let databaseFailures = 0;
+  let databaseDownSince: number | undefined;
 
   const between = ([low, high]: [number, number]) => low + (high - low) * random();
 
@@ -108,7 +111,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
         leased = job.data.gate;
       }
       const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
-      databaseFailures = 0;
+      databaseDownSince = undefined;
       if (!delivery) return await unclaimed(job, token, log);
       if (delivery.endpointDeleted && delivery.secret === null) {
         await store.failWithoutAttempt(delivery.id, 'endpoint deleted');
@@ -141,8 +144,8 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       return await postpone(job, token, outcome.retryAt);
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error;
-      databaseFailures += 1;
-      const delayMs = Math.min(DATABASE_BACKOFF_MS.max, DATABASE_BACKOFF_MS.base * 2 ** (databaseFailures - 1));
+      databaseDownSince ??= Date.now();
+      const delayMs = Math.min(DATABASE_BACKOFF_MS.max, Math.max(DATABASE_BACKOFF_MS.min, Date.now() - databaseDownSince));
       log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
       return postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
     } finally {

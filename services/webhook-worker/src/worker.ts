@@ -15,7 +15,7 @@ import {
   listOpenCircuits,
   queueRecordedDeliveries,
 } from '../../../shared/queue';
-import { createRedis, RedisClient } from '../../../shared/redis';
+import { createRedis, describeRedisTarget, logRedisOutages, RedisClient } from '../../../shared/redis';
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
 import { createDeliveryProcessor } from './process-delivery';
@@ -124,7 +124,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   function start(): Instance {
     const connection = createRedis(config, 'worker');
-    connection.on('error', (error) => logger.debug({ err: error }, 'worker redis connection error'));
+    const outages = logRedisOutages(connection, logger, `Redis at ${describeRedisTarget(config)}`, 'no deliveries until it answers');
     const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, tracedProcessor, {
       connection,
       prefix: config.redisPrefix,
@@ -134,7 +134,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       maxStalledCount: MAX_STALLED_COUNT,
     });
     const instance: Instance = { worker, connection };
-    worker.on('error', (error) => logger.warn({ err: error }, 'webhook worker error'));
+    // During an outage BullMQ repeats each failed reconnect here too: the outage log has it.
+    worker.on('error', (error) => (outages.down ? logger.debug({ err: error }, 'webhook worker error') : logger.warn({ err: error }, 'webhook worker error')));
     worker.on('failed', (job, error) => {
       logger.error({ deliveryId: job?.data.deliveryId, err: error }, 'delivery job failed; BullMQ retries it');
     });

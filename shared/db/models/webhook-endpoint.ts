@@ -17,6 +17,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare userId: CreationOptional<number | null>;
   /** Why the endpoint was disabled, e.g. the receiver answered 410 Gone. */
   declare disabledReason: CreationOptional<string | null>;
+  /** Set when the endpoint was deleted over the API: it is gone from the API and inactive. */
+  declare deletedAt: CreationOptional<Date | null>;
   /** The first failed attempt since the last success; null while healthy (auto-disable, DESIGN §6). */
   declare failingSince: CreationOptional<Date | null>;
   declare createdAt: CreationOptional<Date>;
@@ -35,6 +37,7 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         description: { type: DataTypes.TEXT, allowNull: true },
         userId: { type: DataTypes.INTEGER, allowNull: true },
         disabledReason: { type: DataTypes.TEXT, allowNull: true },
+        deletedAt: { type: DataTypes.DATE, allowNull: true },
         failingSince: { type: DataTypes.DATE, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,

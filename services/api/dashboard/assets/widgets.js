@@ -56,6 +56,7 @@ export function currentCursor(pages) {
  * @param {() => Promise<void>} load loads the current page
  */
 export function renderPager(container, pages, load) {
+  if (pages.cursors.length <= 1 && !pages.next) return replace(container);
   const newer = button('‹ Newer', () => {
     pages.cursors.pop();
     return load();

@@ -14,17 +14,31 @@ export const swaggerPlugin = fp<{ layout: 'a' | 'b' }>(
         info: {
           title: `Posts API (Layout ${layout.toUpperCase()})`,
           version: '1',
-          description: 'Posts REST API; authenticate with a bearer token and the user_id (or X-Api-Client-Id) header.',
+          description:
+            'Posts REST API and the webhook operations API (DESIGN §11). Users authenticate with their bearer token and the ' +
+            'user_id (or X-Api-Client-Id) header; other services and operators with a service key (`sk_...`) as the bearer ' +
+            'token and no user id. Each operations route names the scope a key needs; users see only their own endpoints ' +
+            'and the deliveries to them.',
         },
+        tags: [
+          { name: 'endpoints', description: 'Webhook endpoints: create, change, rotate, test, recover, health' },
+          { name: 'webhooks', description: 'Deliveries: send, fan out events, list, inspect, redeliver' },
+          { name: 'event types', description: 'The catalog of events endpoints subscribe to' },
+        ],
         components: {
           securitySchemes: {
-            bearerToken: { type: 'http', scheme: 'bearer' },
+            bearerToken: {
+              type: 'http',
+              scheme: 'bearer',
+              description: "A user's API token (with the user id header), or a service key `sk_...` (alone).",
+            },
             userIdHeader: { type: 'apiKey', in: 'header', name: 'user_id', description: 'Or X-Api-Client-Id behind proxies that drop underscores' },
           },
         },
       },
     });
-    await app.register(swaggerUi, { routePrefix: '/docs' });
+    // Keeps the key entered under "Authorize" across reloads, so a reader can try route after route.
+    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { persistAuthorization: true } });
   },
   { name: 'swagger' },
 );

@@ -1,83 +1,150 @@
-import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
-import {
-  DeliveryInProgressError,
-  DeliveryNotFoundError,
-  InvalidWebhookError,
-  QueueUnavailableError,
-  WebhookQueue,
-  enqueueWebhook,
-  getDelivery,
-  redeliverWebhook,
-} from '../../../../shared/queue';
-import { EncryptionError, LogicError } from '../../../../shared/webhook/errors';
-import { ApiError } from '../errors';
+import { getDeliveryDetails, listDeliveries, publishEvent, redeliver } from '../../../../shared/operations';
+import { DeliveryNotFoundError, WebhookQueue, enqueueWebhook } from '../../../../shared/queue';
+import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
-import { EnqueueBody, deliveryParams, enqueueBody, idResponse } from './webhooks-schemas';
+import { handleOperationsError, operatorOrUser, serviceKeyWith } from './operations-errors';
+import { SECURITY, SERVICE_KEY_SECURITY, attemptObject, deliveryObject, errorResponses, idResponse, pageOf } from './operations-schemas';
+import {
+  EnqueueBody,
+  ListDeliveriesQuery,
+  PublishEventBody,
+  deliveryParams,
+  enqueueBody,
+  listDeliveriesQuery,
+  publishEventBody,
+} from './webhooks-schemas';
 
 export interface WebhookRoutesOptions {
   db: Database;
   queue: WebhookQueue;
 }
 
+type IdParams = { Params: { id: string } };
+const TAGS = ['webhooks'];
+// The Idempotency-Key handling of DESIGN §12 runs on routes configured so.
+const IDEMPOTENT = { idempotency: true } as FastifyContextConfig;
+
 /**
- * The webhook routes for other services (DESIGN §6), registered under /api/v1 behind the
- * layout's auth hook:
- * - `POST /webhooks` `{url, event, payload, method?, headers?, secret?}`: 202 `{"id"}`;
- * - `GET /webhooks/:id`: 200 the status and every attempt, only for the user who enqueued it;
+ * The webhook routes (DESIGN §6, §11) under /api/v1:
+ * - `POST /webhooks` (service key, `webhooks:send`): one signed webhook to a URL, 202 `{"id"}`;
+ * - `POST /events` (service key, `webhooks:send`): fan an event of the catalog out, 202 `{"ids"}`;
+ * - `GET /webhooks`: deliveries, newest first, filtered and cursor-paginated;
+ * - `GET /webhooks/:id`: one delivery with its attempts;
  * - `POST /webhooks/:id/redeliver`: 202 `{"id"}`, one new attempt with the same webhook-id.
- * Errors answer in the layout's shape: 400 invalid, 404 unknown, 409 still in progress,
- * 503 queue unavailable; anything else goes to the app's error handler.
+ * Operators need the scope named; users see only deliveries to their own endpoints.
  */
 export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { db, queue }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
-  app.setErrorHandler(handleError);
+  app.setErrorHandler(handleOperationsError);
+  const deps = { db, queue };
 
   app.post<{ Body: EnqueueBody }>(
     '/webhooks',
-    { schema: { body: enqueueBody, response: { 202: idResponse } } },
+    {
+      config: IDEMPOTENT,
+      preValidation: serviceKeyWith('webhooks:send'),
+      schema: {
+        tags: TAGS,
+        summary: 'Send one signed webhook to a URL (service keys only)',
+        security: SERVICE_KEY_SECURITY,
+        body: enqueueBody,
+        response: { 202: idResponse, ...errorResponses(403, 409) },
+      },
+    },
     async (request, reply) => {
-      const id = await enqueueWebhook({ ...request.body, userId: userIdOf(request) }, { db, queue, logger: request.log });
+      const id = await enqueueWebhook(request.body, { ...deps, logger: request.log });
       return reply.code(202).send({ id });
     },
   );
 
-  app.get<{ Params: { id: string } }>('/webhooks/:id', { schema: { params: deliveryParams } }, async (request) => {
-    const delivery = await getDelivery(db, request.params.id, userIdOf(request));
-    if (!delivery) throw new DeliveryNotFoundError(request.params.id);
-    return delivery;
-  });
-
-  app.post<{ Params: { id: string } }>(
-    '/webhooks/:id/redeliver',
-    { schema: { params: deliveryParams, response: { 202: idResponse } } },
+  app.post<{ Body: PublishEventBody }>(
+    '/events',
+    {
+      config: IDEMPOTENT,
+      preValidation: serviceKeyWith('webhooks:send'),
+      schema: {
+        tags: TAGS,
+        summary: "Fan an event out to the subscribed operator endpoints and, with user_id, that user's (service keys only)",
+        security: SERVICE_KEY_SECURITY,
+        body: publishEventBody,
+        response: {
+          202: {
+            type: 'object',
+            required: ['ids'],
+            properties: { ids: { type: 'array', items: { type: 'string' }, description: 'One delivery id per delivery made.' } },
+          },
+          ...errorResponses(403, 409),
+        },
+      },
+    },
     async (request, reply) => {
-      await redeliverWebhook({ db, queue, logger: request.log }, request.params.id, userIdOf(request));
+      const { event, payload, user_id: userId } = request.body;
+      const ids = await publishEvent({ ...deps, logger: request.log }, { event, payload, userId });
+      return reply.code(202).send({ ids });
+    },
+  );
+
+  app.get<{ Querystring: ListDeliveriesQuery }>(
+    '/webhooks',
+    {
+      preValidation: operatorOrUser('webhooks:read'),
+      schema: {
+        tags: TAGS,
+        summary: 'List deliveries, newest first (users: deliveries to their endpoints)',
+        security: SECURITY,
+        querystring: listDeliveriesQuery,
+        response: { 200: pageOf(deliveryObject), ...errorResponses(403) },
+      },
+    },
+    async (request) => {
+      const { status, event, endpoint_id: endpointId, since, until, limit, cursor } = request.query;
+      return listDeliveries(db, visibilityFor(request, 'webhooks:read'), { status, event, endpointId, since, until, limit, cursor });
+    },
+  );
+
+  app.get<IdParams>(
+    '/webhooks/:id',
+    {
+      preValidation: operatorOrUser('webhooks:read'),
+      schema: {
+        tags: TAGS,
+        summary: 'Read a delivery with its attempts',
+        security: SECURITY,
+        params: deliveryParams,
+        response: {
+          200: {
+            ...deliveryObject,
+            required: [...deliveryObject.required, 'attempts'],
+            properties: { ...deliveryObject.properties, attempts: { type: 'array', items: attemptObject } },
+          },
+          ...errorResponses(403, 404),
+        },
+      },
+    },
+    async (request) => {
+      const delivery = await getDeliveryDetails(db, request.params.id, visibilityFor(request, 'webhooks:read'));
+      if (!delivery) throw new DeliveryNotFoundError(request.params.id);
+      return delivery;
+    },
+  );
+
+  app.post<IdParams>(
+    '/webhooks/:id/redeliver',
+    {
+      preValidation: operatorOrUser('webhooks:send'),
+      schema: {
+        tags: TAGS,
+        summary: 'Attempt a finished delivery once more, with the same webhook-id',
+        security: SECURITY,
+        params: deliveryParams,
+        response: { 202: idResponse, ...errorResponses(403, 404, 409, 503) },
+      },
+    },
+    async (request, reply) => {
+      await redeliver({ ...deps, logger: request.log }, request.params.id, visibilityFor(request, 'webhooks:send'));
       return reply.code(202).send({ id: request.params.id });
     },
   );
 };
-
-function userIdOf(request: FastifyRequest): number {
-  const userId = request.user?.userId;
-  // The layout's auth hook runs first; reaching here without a user is a wiring mistake.
-  if (typeof userId !== 'number') throw new Error('webhook routes reached without an authenticated user');
-  return userId;
-}
-
-/**
- * Maps the delivery errors to client-safe ApiErrors; rethrown, they reach the layout's own
- * error handler, which answers in the layout's shape (A `{status,message}`, B `{message}`).
- */
-async function handleError(error: FastifyError): Promise<never> {
-  if (error.validation || error.code === 'FST_ERR_VALIDATION') throw new ApiError(400, error.message, { cause: error });
-  if (error instanceof InvalidWebhookError || error instanceof EncryptionError || error instanceof LogicError) {
-    throw new ApiError(400, error.message, { cause: error });
-  }
-  if (error instanceof DeliveryNotFoundError) throw new ApiError(404, 'Webhook delivery not found.', { cause: error });
-  if (error instanceof DeliveryInProgressError) throw new ApiError(409, error.message, { cause: error });
-  if (error instanceof QueueUnavailableError) {
-    throw new ApiError(503, 'The webhook queue is unavailable; try again later.', { cause: error });
-  }
-  throw error;
-}

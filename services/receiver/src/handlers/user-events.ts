@@ -105,13 +105,14 @@ export async function applyUserEvent(
   const { sequelize } = deps;
   const input = validate(normaliseUser(data), event);
   if (event === 'user.deleted') {
+    // Posts first: a cascade from the user would drop them without their post.deleted events.
     const posts = await deps.posts.deleteAllByOwner(input.user_id, transaction);
     await sequelize.query('DELETE FROM users WHERE user_id = :userId', { replacements: { userId: input.user_id }, transaction });
     return {
       result: 'applied',
       afterCommit: async () => {
         await deps.posts.forgetDeleted(posts);
-        await announceCredentialChange(deps, input.user_id);
+        await reportCredentialChange(deps, input.user_id);
       },
     };
   }
@@ -123,7 +124,7 @@ export async function applyUserEvent(
     tokenGiven: input.token !== undefined,
     quotaLimit: input.quota_limit ?? null,
   };
-  const afterCommit = replacements.tokenGiven ? () => announceCredentialChange(deps, input.user_id) : undefined;
+  const afterCommit = replacements.tokenGiven ? () => reportCredentialChange(deps, input.user_id) : undefined;
   const [, updated] = await sequelize.query(UPDATE_SQL, { replacements, transaction });
   if ((updated as { rowCount?: number }).rowCount === 1) return { result: 'applied', afterCommit };
   if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
@@ -132,7 +133,7 @@ export async function applyUserEvent(
 }
 
 // The change is committed either way; a lost announcement is logged for the operator.
-async function announceCredentialChange(deps: UserEventDeps, userId: number): Promise<void> {
+async function reportCredentialChange(deps: UserEventDeps, userId: number): Promise<void> {
   await deps.credentialsChanged(userId).catch((err) => deps.log.error({ err, userId }, 'announcing a credential change failed'));
 }
 

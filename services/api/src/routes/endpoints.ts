@@ -1,0 +1,252 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Database } from '../../../../shared/db';
+import {
+  EndpointNotFoundError,
+  createEndpoint,
+  deleteEndpoint,
+  getEndpoint,
+  getEndpointStats,
+  listEndpoints,
+  recoverEndpoint,
+  rotateEndpointSecret,
+  sendTestEvent,
+  updateEndpoint,
+} from '../../../../shared/operations';
+import type { WebhookQueue } from '../../../../shared/queue';
+import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
+import { visibilityFor } from '../plugins/principal';
+import { joiValidatorCompiler } from '../schemas/joi-validation';
+import {
+  CreateEndpointBody,
+  UpdateEndpointBody,
+  createEndpointBody,
+  recoverBody,
+  rotateSecretBody,
+  updateEndpointBody,
+} from './endpoints-schemas';
+import { endpointIdOf, handleOperationsError, operatorOrUser } from './operations-errors';
+import {
+  PageQuery,
+  SECURITY,
+  endpointObject,
+  endpointParams,
+  errorResponses,
+  idResponse,
+  pageOf,
+  pageQuery,
+} from './operations-schemas';
+
+export interface EndpointRoutesOptions {
+  db: Database;
+  queue: WebhookQueue;
+  /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
+  readCircuit: (endpointId: number) => Promise<CircuitState>;
+}
+
+type IdParams = { Params: { id: string } };
+const TAGS = ['endpoints'];
+
+/**
+ * The endpoint routes of DESIGN §11 under /api/v1, for operators (service keys with the
+ * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
+ * change, delete, rotate-secret, test, recover and stats.
+ */
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, queue, readCircuit }) => {
+  app.setValidatorCompiler(joiValidatorCompiler);
+  app.setErrorHandler(handleOperationsError);
+  const deps = { db, queue };
+
+  app.post<{ Body: CreateEndpointBody }>(
+    '/endpoints',
+    {
+      preValidation: operatorOrUser('endpoints:write'),
+      schema: {
+        tags: TAGS,
+        summary: 'Add an endpoint (operator endpoint with a service key, your own with a user token)',
+        security: SECURITY,
+        body: createEndpointBody,
+        response: {
+          201: {
+            ...endpointObject,
+            required: [...endpointObject.required, 'secret'],
+            properties: { ...endpointObject.properties, secret: { type: 'string', description: 'Shown only here and on rotation.' } },
+          },
+          ...errorResponses(403),
+        },
+      },
+    },
+    async (request, reply) => {
+      const viewer = visibilityFor(request, 'endpoints:write');
+      const { endpoint, secret } = await createEndpoint(db, {
+        ...request.body,
+        userId: viewer.operator ? null : viewer.userId,
+      });
+      return reply.code(201).send({ ...endpoint, secret });
+    },
+  );
+
+  app.get<{ Querystring: PageQuery }>(
+    '/endpoints',
+    {
+      preValidation: operatorOrUser('endpoints:read'),
+      schema: {
+        tags: TAGS,
+        summary: 'List endpoints, newest first (users: their own)',
+        security: SECURITY,
+        querystring: pageQuery,
+        response: { 200: pageOf(endpointObject), ...errorResponses(403) },
+      },
+    },
+    async (request) => listEndpoints(db, visibilityFor(request, 'endpoints:read'), request.query),
+  );
+
+  app.get<IdParams>(
+    '/endpoints/:id',
+    {
+      preValidation: operatorOrUser('endpoints:read'),
+      schema: {
+        tags: TAGS,
+        summary: 'Read an endpoint',
+        security: SECURITY,
+        params: endpointParams,
+        response: { 200: endpointObject, ...errorResponses(403, 404) },
+      },
+    },
+    async (request) => {
+      const id = endpointIdOf(request.params.id);
+      const endpoint = await getEndpoint(db, id, visibilityFor(request, 'endpoints:read'));
+      if (!endpoint) throw new EndpointNotFoundError(id);
+      return endpoint;
+    },
+  );
+
+  app.patch<IdParams & { Body: UpdateEndpointBody }>(
+    '/endpoints/:id',
+    {
+      preValidation: operatorOrUser('endpoints:write'),
+      schema: {
+        tags: TAGS,
+        summary: 'Change an endpoint; `active: true` re-enables it',
+        security: SECURITY,
+        params: endpointParams,
+        body: updateEndpointBody,
+        response: { 200: endpointObject, ...errorResponses(403, 404) },
+      },
+    },
+    async (request) =>
+      updateEndpoint(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'), request.body),
+  );
+
+  app.delete<IdParams>(
+    '/endpoints/:id',
+    {
+      preValidation: operatorOrUser('endpoints:write'),
+      schema: {
+        tags: TAGS,
+        summary: 'Delete an endpoint; its pending deliveries end failed',
+        security: SECURITY,
+        params: endpointParams,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(403, 404) },
+      },
+    },
+    async (request, reply) => {
+      await deleteEndpoint(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'));
+      return reply.code(204).send();
+    },
+  );
+
+  app.post<IdParams & { Body: { overlap_hours: number } }>(
+    '/endpoints/:id/rotate-secret',
+    {
+      preValidation: operatorOrUser('endpoints:write'),
+      schema: {
+        tags: TAGS,
+        summary: 'Rotate the signing secret; the old one also signs during the overlap',
+        security: SECURITY,
+        params: endpointParams,
+        body: rotateSecretBody,
+        response: {
+          200: { type: 'object', required: ['secret'], properties: { secret: { type: 'string' } } },
+          ...errorResponses(403, 404),
+        },
+      },
+    },
+    async (request) => {
+      const { secret } = await rotateEndpointSecret(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'), {
+        overlapHours: request.body.overlap_hours,
+      });
+      return { secret };
+    },
+  );
+
+  app.post<IdParams>(
+    '/endpoints/:id/test',
+    {
+      preValidation: operatorOrUser('endpoints:write'),
+      schema: {
+        tags: TAGS,
+        summary: 'Send a signed webhook.test delivery',
+        security: SECURITY,
+        params: endpointParams,
+        response: { 202: idResponse, ...errorResponses(403, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const id = await sendTestEvent(deps, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'));
+      return reply.code(202).send({ id });
+    },
+  );
+
+  app.post<IdParams & { Body: { since: Date } }>(
+    '/endpoints/:id/recover',
+    {
+      preValidation: operatorOrUser('webhooks:send'),
+      schema: {
+        tags: TAGS,
+        summary: 'Attempt again every failed delivery since a time (at most 10,000 per call)',
+        security: SECURITY,
+        params: endpointParams,
+        body: recoverBody,
+        response: {
+          202: { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } },
+          ...errorResponses(403, 404, 409, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const count = await recoverEndpoint(deps, endpointIdOf(request.params.id), visibilityFor(request, 'webhooks:send'), request.body.since);
+      return reply.code(202).send({ count });
+    },
+  );
+
+  app.get<IdParams>(
+    '/endpoints/:id/stats',
+    {
+      preValidation: operatorOrUser('endpoints:read'),
+      schema: {
+        tags: TAGS,
+        summary: "An endpoint's health over the last 24 hours",
+        security: SECURITY,
+        params: endpointParams,
+        response: {
+          200: {
+            type: 'object',
+            required: ['attempts_24h', 'success_rate_24h', 'p50_ms', 'p95_ms', 'last_success_at', 'last_failure_at', 'circuit', 'disabled_reason'],
+            properties: {
+              attempts_24h: { type: 'integer' },
+              success_rate_24h: { type: 'number', nullable: true, description: '2xx attempts over all attempts, 0 to 1; null without attempts.' },
+              p50_ms: { type: 'integer', nullable: true },
+              p95_ms: { type: 'integer', nullable: true },
+              last_success_at: { type: 'string', format: 'date-time', nullable: true },
+              last_failure_at: { type: 'string', format: 'date-time', nullable: true },
+              circuit: { type: 'string', enum: ['closed', 'open', 'half_open'] },
+              disabled_reason: { type: 'string', nullable: true },
+            },
+          },
+          ...errorResponses(403, 404),
+        },
+      },
+    },
+    async (request) => getEndpointStats(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:read'), readCircuit),
+  );
+};

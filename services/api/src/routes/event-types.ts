@@ -1,0 +1,57 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Database } from '../../../../shared/db';
+import { addEventType, listEventTypes } from '../../../../shared/operations';
+import { currentPrincipal } from '../plugins/principal';
+import { joiValidatorCompiler } from '../schemas/joi-validation';
+import { handleOperationsError, serviceKeyWith } from './operations-errors';
+import { SECURITY, SERVICE_KEY_SECURITY, errorResponses } from './operations-schemas';
+import { CreateEventTypeBody, createEventTypeBody, eventTypeObject } from './webhooks-schemas';
+
+const TAGS = ['event types'];
+
+/**
+ * The event catalog of DESIGN §11 under /api/v1: `GET /event-types` for any principal,
+ * `POST /event-types` for a service key with `endpoints:write` (409 for a name taken).
+ */
+export const eventTypeRoutes: FastifyPluginAsync<{ db: Database }> = async (app, { db }) => {
+  app.setValidatorCompiler(joiValidatorCompiler);
+  app.setErrorHandler(handleOperationsError);
+
+  app.get(
+    '/event-types',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'The event types endpoints may subscribe to and services may send',
+        security: SECURITY,
+        response: {
+          200: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: eventTypeObject } } },
+          ...errorResponses(),
+        },
+      },
+    },
+    async (request) => {
+      currentPrincipal(request);
+      return { data: await listEventTypes(db) };
+    },
+  );
+
+  app.post<{ Body: CreateEventTypeBody }>(
+    '/event-types',
+    {
+      preValidation: serviceKeyWith('endpoints:write'),
+      schema: {
+        tags: TAGS,
+        summary: 'Add an event type to the catalog (service keys only)',
+        security: SERVICE_KEY_SECURITY,
+        body: createEventTypeBody,
+        response: { 201: eventTypeObject, ...errorResponses(403, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { name, description, schema } = request.body;
+      const type = await addEventType(db, { name, description: description ?? null, schema: schema ?? null });
+      return reply.code(201).send(type);
+    },
+  );
+};

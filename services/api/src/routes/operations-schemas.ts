@@ -1,0 +1,143 @@
+import Joi from 'joi';
+import { validatedBy } from '../schemas/joi-validation';
+
+// JSON Schemas shared by the operations routes (DESIGN §11). They document the routes in
+// OpenAPI and shape the replies (Fastify serialises with them); Joi validates the input.
+
+/** Who may call: a service key, or a user's bearer token with their user id (DESIGN §4). */
+export const SECURITY: Array<Record<string, string[]>> = [{ bearerToken: [] }, { bearerToken: [], userIdHeader: [] }];
+/** Routes only service keys may use. */
+export const SERVICE_KEY_SECURITY: Array<Record<string, string[]>> = [{ bearerToken: [] }];
+
+const errorBody = {
+  type: 'object',
+  description: "The layout's error shape: Layout A `{status, message}`, Layout B `{message}`.",
+  properties: { status: { type: 'integer' }, message: { type: 'string' } },
+  required: ['message'],
+  additionalProperties: true,
+} as const;
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request',
+  401: 'Missing or invalid credentials',
+  403: 'The service key lacks the scope, or a user token on a service-key route',
+  404: "Not found, or another principal's",
+  409: 'Conflict with the current state',
+  429: 'Rate limited',
+  503: 'The queue or database is unavailable; retry later',
+};
+
+/** Response schemas of the given error statuses, plus 401 and 429 that every route may answer. */
+export function errorResponses(...statuses: number[]): Record<number, object> {
+  const all = [...new Set([400, 401, 429, ...statuses])].sort();
+  return Object.fromEntries(all.map((status) => [status, { ...errorBody, description: ERROR_DESCRIPTIONS[status] }]));
+}
+
+const nullableString = { type: 'string', nullable: true } as const;
+const nullableTime = { type: 'string', format: 'date-time', nullable: true } as const;
+
+/** The endpoint object of DESIGN §11. */
+export const endpointObject = {
+  type: 'object',
+  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'integer' },
+    url: { type: 'string' },
+    events: { type: 'array', items: { type: 'string' }, description: 'Empty: every event.' },
+    description: nullableString,
+    active: { type: 'boolean' },
+    disabled_reason: nullableString,
+    user_id: { type: 'integer', nullable: true, description: 'The owning user; null for an operator endpoint.' },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+/** The delivery object of DESIGN §11. */
+export const deliveryObject = {
+  type: 'object',
+  required: [
+    'id',
+    'endpoint_id',
+    'url',
+    'event',
+    'status',
+    'attempt_count',
+    'next_attempt_at',
+    'last_status_code',
+    'last_error',
+    'created_at',
+    'delivered_at',
+  ],
+  properties: {
+    id: { type: 'string', description: 'The webhook-id, stable across attempts.' },
+    endpoint_id: { type: 'integer', nullable: true, description: 'Null for an ad-hoc send.' },
+    url: { type: 'string' },
+    event: nullableString,
+    status: { type: 'string', enum: ['pending', 'delivering', 'succeeded', 'failed'] },
+    attempt_count: { type: 'integer' },
+    next_attempt_at: nullableTime,
+    last_status_code: { type: 'integer', nullable: true },
+    last_error: nullableString,
+    created_at: { type: 'string', format: 'date-time' },
+    delivered_at: nullableTime,
+  },
+} as const;
+
+/** One HTTP attempt of a delivery (DESIGN §11). */
+export const attemptObject = {
+  type: 'object',
+  required: ['number', 'status_code', 'error', 'duration_ms', 'response_excerpt', 'created_at'],
+  properties: {
+    number: { type: 'integer' },
+    status_code: { type: 'integer', nullable: true },
+    error: nullableString,
+    duration_ms: { type: 'integer' },
+    response_excerpt: { ...nullableString, description: 'The first 2 KB of the answer.' },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+/** A page of a list: `{"data":[...],"next_cursor":"<opaque>"|null}`. */
+export function pageOf(item: object): object {
+  return {
+    type: 'object',
+    required: ['data', 'next_cursor'],
+    properties: {
+      data: { type: 'array', items: item },
+      next_cursor: { type: 'string', nullable: true, description: 'Pass as `cursor` for the next page; null on the last.' },
+    },
+  };
+}
+
+/** `?limit=` (1..100, default 20) and `?cursor=` of every list. */
+export const PAGE_QUERY_JOI = {
+  limit: Joi.number().integer().min(1).max(100).default(20),
+  cursor: Joi.string().min(1).max(500),
+};
+
+export const PAGE_QUERY_PROPERTIES = {
+  limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+  cursor: { type: 'string', description: 'The `next_cursor` of the previous page.' },
+} as const;
+
+/** `?limit=&cursor=` alone. */
+export const pageQuery = validatedBy({ type: 'object', properties: PAGE_QUERY_PROPERTIES }, Joi.object(PAGE_QUERY_JOI).unknown(true));
+
+/** `:id` of an endpoint; anything but a positive integer is simply not found. */
+export const endpointParams = validatedBy(
+  { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } },
+  Joi.object({ id: Joi.string().required() }),
+);
+
+/** `{"id": "<delivery id>"}` answers (202). */
+export const idResponse = {
+  type: 'object',
+  properties: { id: { type: 'string', description: 'The delivery id (webhook-id).' } },
+  required: ['id'],
+} as const;
+
+export interface PageQuery {
+  limit: number;
+  cursor?: string;
+}

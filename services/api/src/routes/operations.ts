@@ -1,0 +1,21 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Database } from '../../../../shared/db';
+import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
+import type { WebhookQueue } from '../../../../shared/queue';
+import { endpointRoutes } from './endpoints';
+import { eventTypeRoutes } from './event-types';
+import { webhookRoutes } from './webhooks';
+
+export interface OperationsRoutesOptions {
+  db: Database;
+  queue: WebhookQueue;
+  /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
+  readCircuit: (endpointId: number) => Promise<CircuitState>;
+}
+
+/** Every route of the operations API (DESIGN §11), mounted under /api/v1 in both layouts. */
+export const operationsRoutes: FastifyPluginAsync<OperationsRoutesOptions> = async (app, options) => {
+  await app.register(webhookRoutes, { db: options.db, queue: options.queue });
+  await app.register(endpointRoutes, options);
+  await app.register(eventTypeRoutes, { db: options.db });
+};

@@ -1,0 +1,127 @@
+import { QueryTypes } from 'sequelize';
+import {
+  DeliveryDeps,
+  DeliveryNotFoundError,
+  QueueUnavailableError,
+  addOneShotJobs,
+  insertEventDeliveryJobs,
+  isQueueReady,
+  queueRecordedDeliveries,
+  redeliverWebhook,
+} from '../queue';
+import { activeTraceparent } from '../tracing';
+import { newWebhookId, serializeEnvelope } from '../webhook/signing';
+import { visibleDeliveries } from './delivery-log';
+import { findVisibleEndpoint } from './endpoints';
+import { EndpointDisabledError, EndpointNotFoundError } from './errors';
+import { assertKnownEventTypes } from './event-catalog';
+import type { Viewer } from './viewer';
+
+/** At most this many deliveries are recovered per call (DESIGN §11). */
+export const RECOVER_LIMIT = 10_000;
+
+/** The text of a `webhook.test` delivery's data. */
+export const TEST_MESSAGE = 'This is a test webhook.';
+
+/**
+ * `POST /webhooks/{id}/redeliver`: exactly one new attempt with the same webhook-id, for a
+ * delivery the viewer may see. It works whether or not Redis still holds the old job.
+ *
+ * @throws DeliveryNotFoundError when the viewer may not see it; EndpointDisabledError when its
+ *   endpoint is disabled or deleted (a redelivery never bypasses that); DeliveryInProgressError,
+ *   QueueUnavailableError as `redeliverWebhook`
+ */
+export async function redeliver(deps: DeliveryDeps, id: string, viewer: Viewer): Promise<void> {
+  const bind: unknown[] = [id];
+  const [row] = await deps.db.sequelize.query<{ endpoint_id: number | null; active: boolean | null }>(
+    `SELECT d.endpoint_id, e.active FROM webhook_deliveries d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = $1 AND ${visibleDeliveries(viewer, bind)}`,
+    { bind, type: QueryTypes.SELECT },
+  );
+  if (!row) throw new DeliveryNotFoundError(id);
+  if (row.endpoint_id !== null && row.active !== true) throw new EndpointDisabledError(row.endpoint_id);
+  await redeliverWebhook(deps, id);
+}
+
+/**
+ * `POST /endpoints/{id}/recover`: every failed delivery to the endpoint whose last attempt
+ * (or, never attempted, whose failure) is at or after `since` gets one new attempt with its
+ * own webhook-id, oldest first, at most {@link RECOVER_LIMIT} per call.
+ *
+ * @returns how many deliveries were queued again
+ * @throws EndpointNotFoundError, EndpointDisabledError, QueueUnavailableError (nothing changed)
+ */
+export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, viewer: Viewer, since: Date): Promise<number> {
+  const endpoint = await findVisibleEndpoint(deps.db, endpointId, viewer);
+  if (!endpoint) throw new EndpointNotFoundError(endpointId);
+  if (!endpoint.active) throw new EndpointDisabledError(endpointId);
+  if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
+  const rows = await deps.db.sequelize.query<{ id: string }>(
+    `UPDATE webhook_deliveries
+        SET status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()
+      WHERE status = 'failed' AND id IN (
+        SELECT d.id FROM webhook_deliveries d
+         WHERE d.endpoint_id = $1 AND d.status = 'failed'
+           AND coalesce((SELECT max(a.attempted_at) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.updated_at) >= $2
+         ORDER BY d.created_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED)
+      RETURNING id`,
+    { bind: [endpointId, since, RECOVER_LIMIT], type: QueryTypes.SELECT },
+  );
+  const ids = rows.map((row) => row.id);
+  try {
+    await addOneShotJobs(deps.queue, ids);
+  } catch (error) {
+    await deps.db.sequelize.query(`UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND status = 'pending'`, {
+      bind: [ids],
+    });
+    throw error;
+  }
+  return ids.length;
+}
+
+/**
+ * `POST /endpoints/{id}/test`: one signed `webhook.test` delivery to the endpoint, whatever it
+ * subscribes to, data `{"endpoint_id","message","sent_at"}`.
+ *
+ * @returns the delivery id (webhook-id)
+ * @throws EndpointNotFoundError, EndpointDisabledError
+ */
+export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, viewer: Viewer): Promise<string> {
+  const endpoint = await findVisibleEndpoint(deps.db, endpointId, viewer);
+  if (!endpoint) throw new EndpointNotFoundError(endpointId);
+  if (!endpoint.active) throw new EndpointDisabledError(endpointId);
+  const id = newWebhookId();
+  const data = { endpoint_id: endpoint.id, message: TEST_MESSAGE, sent_at: new Date().toISOString() };
+  await deps.db.models.WebhookDelivery.create({
+    id,
+    endpointId: endpoint.id,
+    userId: endpoint.userId,
+    url: endpoint.url,
+    event: 'webhook.test',
+    body: serializeEnvelope(data, { event: 'webhook.test', signable: true }),
+    traceparent: activeTraceparent(),
+  });
+  await queueRecordedDeliveries(deps, [id]);
+  return id;
+}
+
+/**
+ * `POST /events`: fans an event of the catalog out to the subscribed operator endpoints
+ * and, with `userId`, that user's endpoints; rows first, then the jobs (the outbox relay
+ * adds them if Redis is away).
+ *
+ * @returns one delivery id per delivery made (none when nobody subscribes)
+ * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
+ *   (shared/webhook) for an empty payload
+ */
+export async function publishEvent(
+  deps: DeliveryDeps,
+  input: { event: string; payload: unknown; userId?: number | null },
+): Promise<string[]> {
+  await assertKnownEventTypes(deps.db, [input.event]);
+  const jobs = await deps.db.sequelize.transaction((transaction) =>
+    insertEventDeliveryJobs(deps.db.sequelize, transaction, { event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
+  );
+  if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
+  return jobs.map((job) => job.deliveryId);
+}

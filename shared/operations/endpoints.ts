@@ -1,0 +1,264 @@
+import { randomBytes } from 'node:crypto';
+import { QueryTypes } from 'sequelize';
+import type { Database, WebhookEndpoint } from '../db';
+import { signStandard } from '../webhook/signing';
+import { Page, decodeCursor, toPage } from './cursor';
+import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from './errors';
+import { assertKnownEventTypes } from './event-catalog';
+import type { Viewer } from './viewer';
+
+/** An endpoint as the operations API shows it (DESIGN §11); never its secrets. */
+export interface EndpointView {
+  id: number;
+  url: string;
+  /** Empty: every event. */
+  events: string[];
+  description: string | null;
+  active: boolean;
+  disabled_reason: string | null;
+  /** The owning user, or null for an operator endpoint. */
+  user_id: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What a new endpoint needs; `userId` null makes an operator endpoint. */
+export interface NewEndpoint {
+  url: string;
+  events?: string[];
+  description?: string | null;
+  /** Default: a fresh `whsec_` secret ({@link generateEndpointSecret}). */
+  secret?: string;
+  userId: number | null;
+}
+
+/** The fields PATCH may change; `active: true` re-enables and clears `disabled_reason`. */
+export interface EndpointChanges {
+  url?: string;
+  events?: string[];
+  description?: string | null;
+  active?: boolean;
+}
+
+/** A rotation's result: the new secret and when the old one stops signing. */
+export interface RotatedSecret {
+  secret: string;
+  previousSecretExpiresAt: Date;
+}
+
+/** `whsec_` + base64 of 32 random bytes (DESIGN §3: 24..64), the Standard Webhooks secret format. */
+export function generateEndpointSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/**
+ * @throws InvalidEndpointError for a secret the worker could not sign with (whsec_ + bad base64)
+ */
+export function assertEndpointSecret(secret: string): void {
+  try {
+    signStandard('check', 0, '', secret);
+  } catch (error) {
+    throw new InvalidEndpointError('Invalid secret: use whsec_ followed by base64, or any other non-empty string.', { cause: error });
+  }
+}
+
+/** @throws InvalidEndpointError for anything but an http(s) URL */
+export function assertEndpointUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (error) {
+    throw new InvalidEndpointError(`Invalid endpoint URL: ${url}`, { cause: error });
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidEndpointError(`Endpoint URL must be http or https: ${url}`);
+}
+
+/**
+ * Adds an endpoint. Event names must be in the catalog.
+ *
+ * @returns the endpoint and its secret (shown only now and on rotation)
+ * @throws InvalidEndpointError for a bad URL or secret; UnknownEventTypeError naming unknown events
+ */
+export async function createEndpoint(db: Database, input: NewEndpoint): Promise<{ endpoint: EndpointView; secret: string }> {
+  assertEndpointUrl(input.url);
+  const secret = input.secret ?? generateEndpointSecret();
+  assertEndpointSecret(secret);
+  const events = uniqueEvents(input.events ?? []);
+  await assertKnownEventTypes(db, events);
+  const row = await db.models.WebhookEndpoint.create({
+    url: input.url,
+    secret,
+    events,
+    description: input.description ?? null,
+    userId: input.userId,
+  });
+  return { endpoint: presentEndpoint(row), secret };
+}
+
+/** Endpoints the viewer may see, newest first, a page of `limit` after `cursor`. */
+export async function listEndpoints(db: Database, viewer: Viewer, page: { limit: number; cursor?: string }): Promise<Page<EndpointView>> {
+  const bind: unknown[] = [page.limit + 1];
+  const where = ['deleted_at IS NULL'];
+  if (!viewer.operator) where.push(`user_id = $${bind.push(viewer.userId)}`);
+  if (page.cursor) {
+    const keyset = decodeCursor(page.cursor);
+    if (!/^\d{1,10}$/.test(keyset.id)) throw new InvalidCursorError();
+    where.push(
+      `(created_at, id) < ('epoch'::timestamptz + $${bind.push(keyset.createdAtMicros)}::bigint * interval '1 microsecond', $${bind.push(Number(keyset.id))}::int)`,
+    );
+  }
+  const rows = await db.sequelize.query<EndpointRow>(
+    `SELECT id, url, events, description, active, disabled_reason, user_id, created_at, updated_at,
+            (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_at_micros
+       FROM webhook_endpoints WHERE ${where.join(' AND ')}
+      ORDER BY created_at DESC, id DESC LIMIT $1`,
+    { bind, type: QueryTypes.SELECT },
+  );
+  return toPage(rows, page.limit, (row) => String(row.id), presentEndpointRow);
+}
+
+/** The endpoint, or null when it does not exist, was deleted, or the viewer may not see it. */
+export async function getEndpoint(db: Database, id: number, viewer: Viewer): Promise<EndpointView | null> {
+  const row = await findVisibleEndpoint(db, id, viewer);
+  return row && presentEndpoint(row);
+}
+
+/**
+ * Changes an endpoint. `active: false` records who disabled it and when; `active: true`
+ * clears `disabled_reason`.
+ *
+ * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError,
+ *   UnknownEventTypeError for bad changes
+ */
+export async function updateEndpoint(db: Database, id: number, viewer: Viewer, changes: EndpointChanges): Promise<EndpointView> {
+  const row = await findVisibleEndpoint(db, id, viewer);
+  if (!row) throw new EndpointNotFoundError(id);
+  if (changes.url !== undefined) assertEndpointUrl(changes.url);
+  const events = changes.events && uniqueEvents(changes.events);
+  if (events) await assertKnownEventTypes(db, events);
+  if (changes.url !== undefined) row.url = changes.url;
+  if (events) row.events = events;
+  if (changes.description !== undefined) row.description = changes.description;
+  if (changes.active === true) {
+    row.active = true;
+    row.disabledReason = null;
+  } else if (changes.active === false && row.active) {
+    row.active = false;
+    row.disabledReason = `disabled by ${viewer.operator ? 'an operator' : 'its owner'} at ${new Date().toISOString()}`;
+  }
+  await row.save();
+  return presentEndpoint(row);
+}
+
+/**
+ * Deletes an endpoint: it is gone from the API and receives nothing more; its pending
+ * deliveries end `failed` with `last_error` `endpoint deleted`, and all its deliveries stay
+ * readable by operators. The row is kept (inactive, `deleted_at` set) so those deliveries
+ * keep their `endpoint_id`.
+ *
+ * @throws EndpointNotFoundError when the viewer may not see it
+ */
+export async function deleteEndpoint(db: Database, id: number, viewer: Viewer): Promise<void> {
+  await db.sequelize.transaction(async (transaction) => {
+    const [rows] = (await db.sequelize.query(
+      `UPDATE webhook_endpoints SET deleted_at = now(), active = false, updated_at = now()
+        WHERE id = $1 AND deleted_at IS NULL AND ($2::int IS NULL OR user_id = $2)
+        RETURNING id`,
+      { bind: [id, viewer.operator ? null : viewer.userId], transaction },
+    )) as [unknown[], unknown];
+    if (rows.length === 0) throw new EndpointNotFoundError(id);
+    // endpoint_deleted tells the worker, as for a hard delete, never to sign with another secret.
+    await db.sequelize.query(
+      `UPDATE webhook_deliveries
+          SET endpoint_deleted = true,
+              status = CASE WHEN status IN ('pending', 'delivering') THEN 'failed' ELSE status END,
+              last_error = CASE WHEN status IN ('pending', 'delivering') THEN 'endpoint deleted' ELSE last_error END,
+              next_attempt_at = CASE WHEN status IN ('pending', 'delivering') THEN NULL ELSE next_attempt_at END,
+              updated_at = now()
+        WHERE endpoint_id = $1`,
+      { bind: [id], transaction },
+    );
+  });
+}
+
+/**
+ * Makes a new secret current and keeps the old one as `previous_secret` until now +
+ * `overlapHours` (DESIGN §7), in one statement: the right-hand sides of SET read the row as
+ * it was. The expiry comes from the database clock, the one the worker compares it with. A
+ * second rotation within the overlap replaces the previous secret: the oldest stops at once.
+ *
+ * @param options.secret - default: a fresh one; options.overlapHours - checked by the caller
+ * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError for a bad secret
+ */
+export async function rotateEndpointSecret(
+  db: Database,
+  id: number,
+  viewer: Viewer,
+  options: { secret?: string; overlapHours: number },
+): Promise<RotatedSecret> {
+  const secret = options.secret ?? generateEndpointSecret();
+  assertEndpointSecret(secret);
+  const [row] = await db.sequelize.query<{ previous_secret_expires_at: Date }>(
+    `UPDATE webhook_endpoints
+        SET previous_secret = secret, secret = $2,
+            previous_secret_expires_at = now() + make_interval(secs => $3), updated_at = now()
+      WHERE id = $1 AND deleted_at IS NULL AND ($4::int IS NULL OR user_id = $4)
+      RETURNING previous_secret_expires_at`,
+    { bind: [id, secret, options.overlapHours * 3600, viewer.operator ? null : viewer.userId], type: QueryTypes.SELECT },
+  );
+  if (!row) throw new EndpointNotFoundError(id);
+  return { secret, previousSecretExpiresAt: row.previous_secret_expires_at };
+}
+
+/** The endpoint's row when it exists, is not deleted and the viewer may see it; else null. */
+export async function findVisibleEndpoint(db: Database, id: number, viewer: Viewer): Promise<WebhookEndpoint | null> {
+  const row = await db.models.WebhookEndpoint.findOne({ where: { id, deletedAt: null } });
+  if (!row || (!viewer.operator && row.userId !== viewer.userId)) return null;
+  return row;
+}
+
+/** The API's view of a model row. */
+export function presentEndpoint(row: WebhookEndpoint): EndpointView {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    active: row.active,
+    disabled_reason: row.disabledReason,
+    user_id: row.userId,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+interface EndpointRow {
+  id: number;
+  url: string;
+  events: string[];
+  description: string | null;
+  active: boolean;
+  disabled_reason: string | null;
+  user_id: number | null;
+  created_at: Date;
+  updated_at: Date;
+  created_at_micros: string;
+}
+
+function presentEndpointRow(row: EndpointRow): EndpointView {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    active: row.active,
+    disabled_reason: row.disabled_reason,
+    user_id: row.user_id,
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+function uniqueEvents(events: readonly string[]): string[] {
+  return [...new Set(events)];
+}

@@ -1,0 +1,61 @@
+/** Options every operations error accepts: the lower-level error that caused it. */
+export interface OperationsErrorOptions {
+  cause?: unknown;
+}
+
+/** No endpoint has this id, it was deleted, or it belongs to someone the caller may not see. */
+export class EndpointNotFoundError extends Error {
+  readonly endpointId: number;
+
+  constructor(endpointId: number, options: OperationsErrorOptions = {}) {
+    super(`Endpoint ${endpointId} was not found.`, options);
+    this.name = 'EndpointNotFoundError';
+    this.endpointId = endpointId;
+  }
+}
+
+/** A redelivery or recovery asked of an endpoint that is disabled; enable it first. */
+export class EndpointDisabledError extends Error {
+  readonly endpointId: number;
+
+  constructor(endpointId: number, options: OperationsErrorOptions = {}) {
+    super(`Endpoint ${endpointId} is disabled; enable it first.`, options);
+    this.name = 'EndpointDisabledError';
+    this.endpointId = endpointId;
+  }
+}
+
+/** Event names that are not in the catalog (DESIGN §11); the message names every one. */
+export class UnknownEventTypeError extends Error {
+  readonly names: readonly string[];
+
+  constructor(names: readonly string[], options: OperationsErrorOptions = {}) {
+    super(`Unknown event ${names.length === 1 ? 'type' : 'types'}: ${names.join(', ')}.`, options);
+    this.name = 'UnknownEventTypeError';
+    this.names = names;
+  }
+}
+
+/** An event type of this name is already in the catalog. */
+export class EventTypeExistsError extends Error {
+  constructor(readonly eventName: string, options: OperationsErrorOptions = {}) {
+    super(`Event type ${eventName} already exists.`, options);
+    this.name = 'EventTypeExistsError';
+  }
+}
+
+/** An endpoint's URL or secret cannot be used. */
+export class InvalidEndpointError extends Error {
+  constructor(message: string, options: OperationsErrorOptions = {}) {
+    super(message, options);
+    this.name = 'InvalidEndpointError';
+  }
+}
+
+/** A list cursor that this API did not hand out (or that was altered). */
+export class InvalidCursorError extends Error {
+  constructor(options: OperationsErrorOptions = {}) {
+    super('Invalid cursor.', options);
+    this.name = 'InvalidCursorError';
+  }
+}

@@ -1,0 +1,132 @@
+import { QueryTypes, UniqueConstraintError } from 'sequelize';
+import type { Database } from '../db';
+import { EventTypeExistsError, UnknownEventTypeError } from './errors';
+
+/** One entry of the event catalog (DESIGN §11): `schema` is a JSON Schema of the event's data. */
+export interface EventType {
+  name: string;
+  description: string | null;
+  schema: object | null;
+}
+
+/** Lowercase dotted names, as the catalog's table CHECK enforces: `invoice.paid`, `user.plan-changed`. */
+export const EVENT_TYPE_NAME = /^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/;
+
+const ISO_TIME = { type: 'string', format: 'date-time' } as const;
+
+// What the posts repository sends (DESIGN §6): times are ISO 8601, `image` the stored file name.
+const POST_CHANGED_SCHEMA = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  type: 'object',
+  required: ['pid', 'uuid', 'user_id', 'title', 'content', 'image', 'created_at', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    pid: { type: 'integer', minimum: 1 },
+    uuid: { type: 'string', format: 'uuid' },
+    user_id: { type: 'integer', minimum: 1, maximum: 99999 },
+    title: { type: 'string', maxLength: 255 },
+    content: { type: 'string' },
+    image: { type: ['string', 'null'] },
+    created_at: ISO_TIME,
+    updated_at: ISO_TIME,
+  },
+};
+
+/**
+ * The built-in event types: the post events of DESIGN §6, the endpoint test of §11 and the
+ * endpoint-disabled notice of §6. Operators add others (stored in webhook_event_types).
+ */
+export const BUILT_IN_EVENT_TYPES: readonly EventType[] = [
+  { name: 'post.created', description: 'A post was created.', schema: POST_CHANGED_SCHEMA },
+  { name: 'post.updated', description: 'A post was updated.', schema: POST_CHANGED_SCHEMA },
+  {
+    name: 'post.deleted',
+    description: 'A post was deleted.',
+    schema: {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      required: ['pid', 'uuid', 'user_id'],
+      additionalProperties: false,
+      properties: {
+        pid: { type: 'integer', minimum: 1 },
+        uuid: { type: 'string', format: 'uuid' },
+        user_id: { type: 'integer', minimum: 1, maximum: 99999 },
+      },
+    },
+  },
+  {
+    name: 'webhook.test',
+    description: 'A test delivery asked for with POST /api/v1/endpoints/{id}/test.',
+    schema: {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      required: ['endpoint_id', 'message', 'sent_at'],
+      additionalProperties: false,
+      properties: {
+        endpoint_id: { type: 'integer', minimum: 1 },
+        message: { type: 'string' },
+        sent_at: ISO_TIME,
+      },
+    },
+  },
+  {
+    name: 'endpoint.disabled',
+    description: 'An endpoint was disabled after failing with no success for WEBHOOK_DISABLE_AFTER_S.',
+    schema: {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      required: ['endpoint_id', 'disabled_reason'],
+      properties: {
+        endpoint_id: { type: 'integer', minimum: 1 },
+        url: { type: 'string' },
+        disabled_reason: { type: 'string' },
+        disabled_at: ISO_TIME,
+      },
+    },
+  },
+];
+
+const BUILT_IN_NAMES = new Set(BUILT_IN_EVENT_TYPES.map((type) => type.name));
+
+/** The whole catalog: the built-in types, then the operators' by name. */
+export async function listEventTypes(db: Database): Promise<EventType[]> {
+  const added = await db.models.WebhookEventType.findAll({ order: [['name', 'ASC']] });
+  return [
+    ...BUILT_IN_EVENT_TYPES,
+    ...added.map((type) => ({ name: type.name, description: type.description, schema: type.schema })),
+  ];
+}
+
+/**
+ * Adds an operator's event type to the catalog.
+ *
+ * @param type.name - lowercase and dotted ({@link EVENT_TYPE_NAME}); the caller validates it
+ * @throws EventTypeExistsError when the name is built in or already added
+ */
+export async function addEventType(db: Database, type: EventType): Promise<EventType> {
+  if (BUILT_IN_NAMES.has(type.name)) throw new EventTypeExistsError(type.name);
+  try {
+    const row = await db.models.WebhookEventType.create({ name: type.name, description: type.description, schema: type.schema });
+    return { name: row.name, description: row.description, schema: row.schema };
+  } catch (error) {
+    if (error instanceof UniqueConstraintError) throw new EventTypeExistsError(type.name, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * Checks that every name is in the catalog; sending and subscribing use catalog names only.
+ *
+ * @throws UnknownEventTypeError naming each unknown name, in the order given
+ */
+export async function assertKnownEventTypes(db: Database, names: readonly string[]): Promise<void> {
+  const candidates = [...new Set(names)].filter((name) => !BUILT_IN_NAMES.has(name));
+  if (candidates.length === 0) return;
+  const rows = await db.sequelize.query<{ name: string }>('SELECT name FROM webhook_event_types WHERE name = ANY($1::text[])', {
+    bind: [candidates],
+    type: QueryTypes.SELECT,
+  });
+  const known = new Set(rows.map((row) => row.name));
+  const unknown = candidates.filter((name) => !known.has(name));
+  if (unknown.length > 0) throw new UnknownEventTypeError(unknown);
+}

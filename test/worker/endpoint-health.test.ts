@@ -1,0 +1,177 @@
+import { Webhook } from 'standardwebhooks';
+import { addDeliveryJobs, redeliverWebhook } from '../../shared/queue';
+import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { createUser } from '../support/factories';
+import { RecordingServer, startRecordingServer } from '../support/recording-server';
+import { Producer, addEndpoint, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+
+const OPERATOR_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+describe('webhook worker: endpoint health, disabled and deleted endpoints', () => {
+  let env: TestEnvironment;
+  let producer: Producer;
+  let receiver: RecordingServer;
+  let running: ReturnType<typeof startWorker> | undefined;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment(
+      { WEBHOOK_RETRY_SCHEDULE: '0.3,0.3,0.3,0.3,0.3,0.3,0.3,0.3', WEBHOOK_DISABLE_AFTER_S: '1', WEBHOOK_BREAKER_FAILURES: '1000' },
+      'worker',
+    );
+  });
+
+  beforeEach(async () => {
+    producer = createProducer(env.config);
+    await producer.queue.waitUntilReady();
+    receiver = await startRecordingServer();
+  });
+
+  afterEach(async () => {
+    await running?.close();
+    running = undefined;
+    await resetAndClose(producer);
+    await receiver.close();
+  });
+
+  afterAll(async () => {
+    await env.cleanup();
+  });
+
+  /** Operator endpoint subscribed to endpoint.disabled, and a user's endpoint subscribed to it too. */
+  async function addWatchers() {
+    const operator = await addEndpoint(producer.db, `${receiver.url}/operator`, { events: ['endpoint.disabled'], secret: OPERATOR_SECRET });
+    const { user } = await createUser(producer.db);
+    const own = await addEndpoint(producer.db, `${receiver.url}/user`, { events: ['endpoint.disabled'] });
+    await producer.db.models.WebhookEndpoint.update({ userId: user.userId }, { where: { id: own.id } });
+    return operator;
+  }
+
+  it('When an endpoint fails with no success for WEBHOOK_DISABLE_AFTER_S, then it is disabled with the reason and operator endpoints get endpoint.disabled', async () => {
+    await addWatchers();
+    const failing = await addEndpoint(producer.db, `${receiver.url}/failing`, { events: ['post.created'] });
+    receiver.setReply((request) => (request.path === '/failing' ? { status: 500 } : { status: 200 }));
+    // The endpoint has not been edited for longer than the limit either.
+    await producer.db.sequelize.query(`UPDATE webhook_endpoints SET updated_at = now() - interval '1 hour' WHERE id = $1`, { bind: [failing.id] });
+    running = startWorker(env.config, producer.db);
+
+    await recordEvent(producer, 'post.created');
+
+    const stored = await eventually(async () => {
+      const endpoint = await producer.db.models.WebhookEndpoint.findByPk(failing.id);
+      return endpoint?.active === false && endpoint;
+    }, 15_000, 'endpoint disabled');
+    expect(stored.disabledReason).toMatch(
+      /^No successful attempt since \d{4}-\d\d-\d\dT[\d:.]+Z \(WEBHOOK_DISABLE_AFTER_S=1\); disabled at \d{4}-\d\d-\d\dT[\d:.]+Z$/,
+    );
+    const [notice] = await receiver.waitForRequests(1).then(() =>
+      eventually(() => {
+        const found = receiver.requests.filter((request) => request.path !== '/failing');
+        return found.length > 0 && found;
+      }, 10_000, 'notice'),
+    );
+    expect(notice.path).toBe('/operator');
+    const body = new Webhook(OPERATOR_SECRET).verify(notice.body.toString('utf8'), {
+      'webhook-id': String(notice.headers['webhook-id']),
+      'webhook-timestamp': String(notice.headers['webhook-timestamp']),
+      'webhook-signature': String(notice.headers['webhook-signature']),
+    }) as { _data: Record<string, unknown>; _config: Record<string, unknown> };
+    expect(body._config).toEqual({ 'app.webhook.event': 'endpoint.disabled', 'app.webhook.signable': 1 });
+    expect(body._data).toEqual({
+      endpoint_id: failing.id,
+      url: `${receiver.url}/failing`,
+      reason: stored.disabledReason,
+      disabled_at: stored.updatedAt.toISOString(),
+    });
+    // The delivery to the disabled endpoint is not attempted again.
+    const [failed] = await eventually(async () => {
+      const rows = (await deliveryRows(producer.db)).filter((row) => row.endpointId === failing.id);
+      return rows[0]?.status === 'failed' && rows;
+    }, 5_000, 'delivery ended');
+    expect(failed.lastError).toBe('endpoint disabled');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.requests.filter((request) => request.path === '/user')).toHaveLength(0);
+  });
+
+  it('When an endpoint answers 410 Gone, then operator endpoints also get endpoint.disabled', async () => {
+    await addWatchers();
+    const gone = await addEndpoint(producer.db, `${receiver.url}/gone`, { events: ['post.created'] });
+    receiver.setReply((request) => (request.path === '/gone' ? { status: 410 } : { status: 200 }));
+    running = startWorker(env.config, producer.db);
+
+    await recordEvent(producer, 'post.created');
+
+    const notice = await eventually(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
+    const data = JSON.parse(notice.body.toString('utf8'))._data;
+    expect(data.endpoint_id).toBe(gone.id);
+    expect(data.reason).toMatch(/^410 Gone from /);
+    expect(receiver.requests.filter((request) => request.path === '/user')).toHaveLength(0);
+  });
+
+  it('When a delivery’s endpoint was deleted, then it fails with "endpoint deleted" and is never sent, signed or not', async () => {
+    const endpoint = await addEndpoint(producer.db, `${receiver.url}/deleted`);
+    await recordEvent(producer, 'post.created');
+    const [row] = await deliveryRows(producer.db);
+    await producer.queue.obliterate({ force: true });
+    await producer.db.models.WebhookEndpoint.destroy({ where: { id: endpoint.id } });
+    running = startWorker(env.config, producer.db);
+
+    await addDeliveryJobs(producer.queue, [{ deliveryId: row.id }]);
+
+    const failed = await eventually(async () => {
+      await row.reload();
+      return row.status === 'failed' && row;
+    }, 5_000, 'failed');
+    expect(failed.endpointId).toBeNull();
+    expect(failed.lastError).toBe('endpoint deleted');
+    expect(failed.attempts).toBe(0);
+    expect(receiver.requests).toHaveLength(0);
+  });
+
+  it('When a delivery to a disabled endpoint is redelivered, then the worker does not send it', async () => {
+    const endpoint = await addEndpoint(producer.db, `${receiver.url}/off`);
+    running = startWorker(env.config, producer.db);
+    await recordEvent(producer, 'post.created');
+    const [row] = await eventually(async () => {
+      const rows = await deliveryRows(producer.db);
+      return rows[0]?.status === 'succeeded' && rows;
+    }, 5_000, 'first delivery');
+    await producer.db.models.WebhookEndpoint.update({ active: false }, { where: { id: endpoint.id } });
+
+    await redeliverWebhook(producer, row.id);
+
+    await eventually(async () => {
+      await row.reload();
+      return row.status === 'failed';
+    }, 5_000, 'redelivery refused');
+    expect(row.lastError).toBe('endpoint disabled');
+    expect(row.attempts).toBe(1);
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('When a redelivery’s job is lost with Redis, then the revived job still makes exactly one attempt', async () => {
+    await addEndpoint(producer.db, `${receiver.url}/once`);
+    receiver.setReply({ status: 500 });
+    await recordEvent(producer, 'post.created');
+    const [row] = await deliveryRows(producer.db);
+    // A delivery that failed for good, then redelivered; Redis loses the redelivery's job.
+    await producer.db.models.WebhookDelivery.update({ status: 'failed', attempts: 8 }, { where: { id: row.id } });
+    await redeliverWebhook(producer, row.id);
+    await producer.queue.obliterate({ force: true });
+    await producer.connection.del(`${env.redisPrefix}:webhooks:outbox-sentinel`);
+
+    const pass = await producer.outbox.relayOnce();
+    expect(pass.swept).toBe(true);
+    expect((await producer.queue.getJob(row.id))?.name).toBe('redeliver');
+    running = startWorker(env.config, producer.db);
+
+    await eventually(async () => {
+      await row.reload();
+      return row.status === 'failed' && row.attempts === 9;
+    }, 5_000, 'one more attempt');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await row.reload();
+    expect(row.attempts).toBe(9);
+    expect(row.status).toBe('failed');
+    expect(receiver.requests).toHaveLength(1);
+  });
+});
