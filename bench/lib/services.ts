@@ -68,6 +68,9 @@ export async function startWorker(
     env: serviceEnv(settings, databaseUrl, redisPrefix, {
       WORKER_CONCURRENCY: String(concurrency),
       WORKER_METRICS_PORT: String(port),
+      // The one sink stands for many endpoints: the per-endpoint cap (10) would measure the
+      // isolation policy, not the delivery path the baseline is compared with.
+      WEBHOOK_ENDPOINT_CONCURRENCY: '1000',
     }),
     cpuProfDir: settings.cpuProfDir,
   });

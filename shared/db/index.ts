@@ -31,7 +31,7 @@ export { isDatabaseUnavailable } from './errors';
 // While PostgreSQL is unreachable a request must fail in seconds (503, DESIGN §6), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.
 /** Bound of one new connection's TCP and start-up handshake, ms. */
-const CONNECT_TIMEOUT_MS = 3_000;
+const CONNECT_TIMEOUT_MS = 5_000;
 /** Bound of the wait for a pooled connection, ms (includes connecting). */
 const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
 

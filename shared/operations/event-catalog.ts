@@ -71,15 +71,17 @@ export const BUILT_IN_EVENT_TYPES: readonly EventType[] = [
   },
   {
     name: 'endpoint.disabled',
-    description: 'An endpoint was disabled after failing with no success for WEBHOOK_DISABLE_AFTER_S.',
+    description: 'An endpoint was disabled: it answered 410 Gone, or failed with no success for WEBHOOK_DISABLE_AFTER_S.',
+    // What the worker sends to operator endpoints when it disables one (DESIGN §6).
     schema: {
       $schema: 'http://json-schema.org/draft-07/schema#',
       type: 'object',
-      required: ['endpoint_id', 'disabled_reason'],
+      required: ['endpoint_id', 'url', 'reason', 'disabled_at'],
+      additionalProperties: false,
       properties: {
         endpoint_id: { type: 'integer', minimum: 1 },
         url: { type: 'string' },
-        disabled_reason: { type: 'string' },
+        reason: { type: 'string' },
         disabled_at: ISO_TIME,
       },
     },

@@ -297,8 +297,11 @@ describe('webhook routes', () => {
     expect((await get(`/api/v1/endpoints/${endpoint.id}/stats`, bob.headers)).statusCode).toBe(404);
   });
 
-  it('When post events and a test are sent, then each data validates against its event type schema in the catalog', async () => {
+  it('When post events, a test and an endpoint.disabled notice are sent, then each data validates against its event type schema in the catalog', async () => {
     const endpoint = await addEndpoint(alice.headers, '/schemas');
+    await addEndpoint(operator.headers, '/notices', ['endpoint.disabled']);
+    await addEndpoint(operator.headers, '/gone', ['post.created']);
+    receiver.setReply((request) => (request.path === '/gone' ? { status: 410 } : {}));
     const catalog = (await get('/api/v1/event-types', alice.headers)).json().data as Array<{ name: string; schema: object }>;
     const ajv = addFormats(new Ajv({ strict: true, allErrors: true }));
 
@@ -308,9 +311,9 @@ describe('webhook routes', () => {
     await call('DELETE', `/api/v1/posts/delete/${pid}`, alice.headers);
     await post(`/api/v1/endpoints/${endpoint.id}/test`, undefined, alice.headers);
 
-    const requests = await receiver.waitForRequests(4);
-    const events = requests.map((request) => parseEnvelope(request.body));
-    expect(events.map((envelope) => envelope.event).sort()).toEqual(['post.created', 'post.deleted', 'post.updated', 'webhook.test']);
+    await receiver.waitForRequests(6);
+    const events = receiver.requests.filter((request) => request.path !== '/gone').map((request) => parseEnvelope(request.body));
+    expect(events.map((envelope) => envelope.event).sort()).toEqual(['endpoint.disabled', 'post.created', 'post.deleted', 'post.updated', 'webhook.test']);
     for (const envelope of events) {
       const type = catalog.find((entry) => entry.name === envelope.event);
       const validate = ajv.compile(type!.schema);

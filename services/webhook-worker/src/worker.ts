@@ -19,6 +19,7 @@ import { createRedis, describeRedisTarget, logRedisOutages, RedisClient } from '
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
 import { createDeliveryProcessor } from './process-delivery';
+import { Retention, createRetention } from './retention';
 import { createRetryPolicy } from './retry-policy';
 import { traceAttempts, traceDeliveryJobs } from './tracing';
 
@@ -38,6 +39,8 @@ export interface WebhookWorkerOptions {
   random?: () => number;
   /** Run the outbox relay in this process too (default true), so recovery never waits for an api. */
   relay?: boolean;
+  /** Schedule and run the daily retention prune (default true). */
+  retention?: boolean;
 }
 
 export interface WebhookWorker {
@@ -52,6 +55,7 @@ export interface WebhookWorker {
   /** The producer side this worker uses for its own deliveries (notices) and the relay. */
   readonly queue: WebhookQueue;
   readonly outbox: Outbox;
+  readonly retention: Retention;
   /** Sets `webhook_circuit_state` from Redis; the metrics server calls it before each scrape. */
   refreshMetrics(): Promise<void>;
   /**
@@ -118,6 +122,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     random: options.random,
   });
   if (options.relay ?? true) outbox.startRelay();
+  const retention = createRetention({ config, sequelize: options.db.sequelize, logger, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
   const graceMs = options.watchdog?.graceMs ?? 30_000;
@@ -190,6 +195,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     },
     queue,
     outbox,
+    retention,
     async refreshMetrics() {
       const gauge = options.metrics?.circuitState;
       if (!gauge) return;
@@ -211,6 +217,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       if (!finished) await retire(current);
       else await current.connection.quit().catch(() => current.connection.disconnect());
       await outbox.stop();
+      await retention.close();
       await queue.close().catch(() => undefined);
       await client.quit().catch(() => client.disconnect());
       sender.close();
