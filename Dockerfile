@@ -24,7 +24,7 @@ COPY services/api/dashboard services/api/dashboard
 COPY .sequelizerc ./
 COPY migrations migrations
 COPY seeders seeders
-COPY scripts/create-database.js scripts/create-database.js
+COPY scripts/create-database.js scripts/run-built.js scripts/
 COPY shared/db/sequelize-cli-config.js shared/db/sequelize-cli-config.js
 COPY shared/config/dev-defaults.json shared/config/dev-defaults.json
 RUN mkdir -p storage/uploads && chown -R node:node storage

@@ -13,8 +13,8 @@ const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'p
 /** Written after each successful build; its mtime is the build's time. */
 const STAMP = path.join('dist', '.build-stamp');
 
-/** The newest modification time (ms) of a .ts or .json file under `dir`, or 0. */
-function newestIn(dir) {
+/** The newest modification time (ms) of a file under `dir` whose name matches `pattern`, or 0. */
+function newestIn(dir, pattern) {
   let newest = 0;
   let entries;
   try {
@@ -24,8 +24,8 @@ function newestIn(dir) {
   }
   for (const entry of entries) {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestIn(full));
-    else if (/\.(ts|json)$/.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
+    if (entry.isDirectory()) newest = Math.max(newest, newestIn(full, pattern));
+    else if (pattern.test(entry.name)) newest = Math.max(newest, statSync(full).mtimeMs);
   }
   return newest;
 }
@@ -41,18 +41,18 @@ function mtime(file) {
 /**
  * Whether the build under `root` is out of date: no stamp yet, or a source (.ts/.json under
  * shared, services, scripts, bench, or a tsconfig/package file) modified after the stamp.
+ * Never where there are no sources to build from (a container image).
  *
  * @param {string} root - the project root
  * @returns {boolean}
  */
 function needsBuild(root) {
+  // No TypeScript sources (the container image ships dist/ only): nothing to build from.
+  if (Math.max(...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir), /\.ts$/))) === 0) return false;
+  const newestSource = Math.max(...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir), /\.(ts|json)$/)));
   const built = mtime(path.join(root, STAMP));
   if (built === 0) return true;
-  const newest = Math.max(
-    ...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir))),
-    ...SOURCE_FILES.map((file) => mtime(path.join(root, file))),
-  );
-  return newest > built;
+  return Math.max(newestSource, ...SOURCE_FILES.map((file) => mtime(path.join(root, file)))) > built;
 }
 
 /** Compiles with tsc (incremental) and stamps the build; exits 1 when tsc fails. */

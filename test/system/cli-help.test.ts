@@ -72,4 +72,10 @@ describe('scripts/run-built.js: a CLI call builds only when a source changed', (
     rmSync(path.join(root, STAMP));
     expect(needsBuild(root)).toBe(true);
   });
+
+  it('when there are no TypeScript sources (the container image), then it never builds', () => {
+    rmSync(path.join(root, 'shared/db/index.ts'));
+    rmSync(path.join(root, STAMP));
+    expect(needsBuild(root)).toBe(false);
+  });
 });
