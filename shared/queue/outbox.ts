@@ -193,7 +193,8 @@ export function createOutbox(options: OutboxOptions): Outbox {
         await connection.del(sentinelKey).catch(() => undefined);
         throw error;
       }
-      logger.warn({ revived }, 'Redis lost its data: every queued delivery was added to the queue again');
+      // A first start on an empty Redis also lands here, with nothing to revive.
+      if (revived > 0) logger.warn({ revived }, 'Redis lost its data: every queued delivery was added to the queue again');
     }
     const enqueued = await relayPending();
     revived += await reviveLost();
