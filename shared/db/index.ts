@@ -1,4 +1,5 @@
 import { Sequelize } from 'sequelize';
+import { IdempotencyKey } from './models/idempotency-key';
 import { Post } from './models/post';
 import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
@@ -9,7 +10,7 @@ import { WebhookEventType } from './models/webhook-event-type';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
+export { IdempotencyKey, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
 
 /** The model classes of one connection; see {@link createDatabase}. */
@@ -22,6 +23,7 @@ export interface Models {
   WebhookInbox: typeof WebhookInbox;
   WebhookEventType: typeof WebhookEventType;
   ServiceKey: typeof ServiceKey;
+  IdempotencyKey: typeof IdempotencyKey;
 }
 
 export { isDatabaseUnavailable } from './errors';
@@ -78,6 +80,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookInbox: class extends WebhookInbox {}.initModel(sequelize),
     WebhookEventType: class extends WebhookEventType {}.initModel(sequelize),
     ServiceKey: class extends ServiceKey {}.initModel(sequelize),
+    IdempotencyKey: class extends IdempotencyKey {}.initModel(sequelize),
   };
   return {
     sequelize,

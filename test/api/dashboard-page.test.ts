@@ -58,7 +58,7 @@ describe('the dashboard page', () => {
     const files = readdirSync(path.join(dashboardDirectory(), 'assets'));
     expect(files).toEqual(expect.arrayContaining(['dashboard.js', 'dashboard.css']));
     for (const file of files) {
-      const type = file.endsWith('.js') ? 'javascript' : 'text/css';
+      const type = { js: 'javascript', css: 'text/css', svg: 'image/svg+xml' }[path.extname(file).slice(1)] ?? 'unexpected file';
       const res = await api.request({ url: `/dashboard/assets/${file}` });
       expect({ file, status: res.statusCode }).toEqual({ file, status: 200 });
       expect(res.headers['content-type']).toContain(type);

@@ -4,7 +4,7 @@ import { announceCredentialChange } from '../../shared/auth/credential-changes';
 import { createDatabase, Database } from '../../shared/db';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
-import { freePort, ServiceProcess, startService } from '../support/processes';
+import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
 
 /**
  * DESIGN §4 "Revocation": two api processes (as compose runs them, from dist/) cache verified
@@ -107,12 +107,15 @@ describe('revocation across api processes', () => {
       [{ authorization: user.headers.authorization, user_id: '99998' }, 'user_mismatch'],
     ];
     for (const [headers] of cases) expect(await status(api.port, '/api/v1/posts', headers)).toBe(401);
-    const lines = api.process
-      .output()
-      .split('\n')
-      .filter((line) => line.includes('"authentication refused"'))
-      .map((line) => JSON.parse(line));
-    for (const [, reason] of cases) expect(lines.some((line) => line.reason === reason && line.level === 30)).toBe(true);
+    const logged = () =>
+      api.process
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"authentication refused"'))
+        .map((line) => JSON.parse(line) as { reason: string; level: number });
+    // The log reaches the pipe a moment after the answer.
+    await waitFor(async () => cases.every(([, reason]) => logged().some((line) => line.reason === reason)), 5_000, 'the refusals in the log');
+    for (const [, reason] of cases) expect(logged().some((line) => line.reason === reason && line.level === 30)).toBe(true);
     expect(api.process.output()).not.toContain(wrong);
     expect(api.process.output()).not.toContain(user.token);
   });

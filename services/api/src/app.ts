@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import fastifyStatic from '@fastify/static';
 import Fastify, { FastifyInstance } from 'fastify';
 import type { Config } from '../../../shared/config';
@@ -13,6 +12,7 @@ import { CircuitState, readCircuitState } from '../../../shared/queue/circuit-br
 import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
+import { requestIdOf } from './request-id';
 import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
 import { createCachedCredentialStore } from './plugins/credential-cache';
@@ -63,8 +63,9 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   const app = Fastify({
     logger: loggerOptions(config),
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // The id goes into every log line: a client's own is kept only when short and plain (DESIGN §12).
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     bodyLimit: JSON_BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true },
   });

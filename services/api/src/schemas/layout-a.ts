@@ -121,7 +121,15 @@ export function updatePostSchemaA() {
     security: AUTHENTICATED,
     params: postIdParamsSchema(),
     body: validatedBy(
-      { type: 'object', properties: { title: { type: 'string', maxLength: 255 }, content: { type: 'string' } }, minProperties: 1 },
+      {
+        type: 'object',
+        properties: {
+          title: { type: 'string', maxLength: 255 },
+          content: { type: 'string' },
+          body: { type: 'string', description: 'Same as content (the name create uses); if both are given they must be equal' },
+        },
+        minProperties: 1,
+      },
       updatePostA,
     ),
     response: {

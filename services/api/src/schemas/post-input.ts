@@ -18,6 +18,8 @@ function text(subject: string, maxCharacters?: number) {
     .custom((value: unknown, helpers) => {
       if (value === null || (typeof value === 'string' && value.trim() === '')) return helpers.error('text.required');
       if (typeof value !== 'string') return helpers.error('text.string');
+      // PostgreSQL text cannot hold U+0000: refuse it here rather than fail the insert with a 500.
+      if (value.includes('\u0000')) return helpers.error('text.nul');
       if (maxCharacters !== undefined && characterCount(value) > maxCharacters) return helpers.error('text.max');
       return value;
     })
@@ -25,6 +27,7 @@ function text(subject: string, maxCharacters?: number) {
       'any.required': `${subject} is required.`,
       'text.required': `${subject} is required.`,
       'text.string': `${subject} must be a string.`,
+      'text.nul': `${subject} cannot contain a NUL character.`,
       ...(maxCharacters === undefined ? {} : { 'text.max': `${subject} cannot exceed ${maxCharacters} characters.` }),
     });
 }
@@ -58,10 +61,22 @@ const body = (keys: Joi.PartialSchemaMap) =>
 /** Layout A create: `{title, body, userId}` plus an optional uploaded `image` (multipart). */
 export const createPostA = body({ title: title().required(), body: content().required(), userId: userId.required(), image });
 
-/** Layout A update: optional `title` and `content`, at least one. */
-export const updatePostA = body({ title: title(), content: content() })
-  .or('title', 'content')
-  .messages({ 'object.missing': 'Post title or content is required.' });
+/**
+ * Layout A update: optional `title` and `content`, at least one. `body` (the name create
+ * uses) is accepted as `content`; both given with different values is refused.
+ */
+export const updatePostA = body({ title: title(), content: content(), body: content() })
+  .or('title', 'content', 'body')
+  .custom((value: { title?: string; content?: string; body?: string }, helpers) => {
+    if (value.body === undefined) return value;
+    if (value.content !== undefined && value.content !== value.body) return helpers.error('update.contentAndBody');
+    const { body: alias, ...rest } = value;
+    return { ...rest, content: alias };
+  })
+  .messages({
+    'object.missing': 'Post title or content is required.',
+    'update.contentAndBody': 'Fields content and body differ: send one of them.',
+  });
 
 /** Layout B create and update: `title` and `content`, both required. */
 export const writePostB = body({ title: title().required(), content: content().required() });

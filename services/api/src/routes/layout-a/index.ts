@@ -2,6 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { chainGuards, createAuthHook, LAYOUT_A_UNAUTHORIZED } from '../../plugins/auth';
 import { createQuotaHook } from '../../plugins/quota';
+import { registerIdempotency } from '../../plugins/idempotency';
 import { createRateLimitGuard } from '../../plugins/rate-limit';
 import type { Layout } from '../api-routes';
 import { postsRoutesA } from './posts-routes';
@@ -44,6 +45,8 @@ export const layoutA: Layout = {
 
     await app.register(async (authenticated) => {
       authenticated.addHook('onRequest', authenticate);
+      // Before the routes: it marks those registered with `config: { idempotency: true }`.
+      registerIdempotency(authenticated, { sequelize: app.db.sequelize, log: app.log });
       for (const plugin of routes) await authenticated.register(plugin, { config, posts, postReader, images });
     });
   },

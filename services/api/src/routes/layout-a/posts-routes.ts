@@ -30,7 +30,7 @@ export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, 
 
   app.post<{ Body: CreateBody }>(
     '/posts/create',
-    { schema: createPostSchemaA(), preValidation: readMultipartBody },
+    { schema: createPostSchemaA(), preValidation: readMultipartBody, config: { idempotency: true } },
     async (request) => {
       const { title, body, userId, image } = request.body;
       if (userId !== currentUser(request).userId) throw new ApiError(403, 'userId must be the authenticated user.');

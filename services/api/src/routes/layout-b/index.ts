@@ -1,6 +1,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createAuthHook, LAYOUT_B_UNAUTHORIZED } from '../../plugins/auth';
+import { registerIdempotency } from '../../plugins/idempotency';
 import { createRateLimitGuard } from '../../plugins/rate-limit';
 import type { Layout } from '../api-routes';
 import { postsRoutesB } from './posts-routes';
@@ -39,6 +40,8 @@ export const layoutB: Layout = {
 
     await app.register(async (authenticated) => {
       authenticated.addHook('onRequest', authenticate);
+      // Before the routes: it marks those registered with `config: { idempotency: true }`.
+      registerIdempotency(authenticated, { sequelize: app.db.sequelize, log: app.log });
       for (const plugin of routes) await authenticated.register(plugin, { config, posts, postReader, images });
     });
   },

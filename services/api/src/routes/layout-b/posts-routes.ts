@@ -38,7 +38,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
     return post ? presentPostB(post) : reply.code(404).send(NO_POST);
   });
 
-  app.post<WriteBody>('/posts', { schema: createPostSchemaB(), attachValidation: true }, async (request) => {
+  app.post<WriteBody>('/posts', { schema: createPostSchemaB(), attachValidation: true, config: { idempotency: true } }, async (request) => {
     const invalid = fieldRuleMessage(request);
     if (invalid) return { status: 2011, message: invalid };
     try {
