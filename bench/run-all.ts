@@ -1,7 +1,7 @@
 import { availableParallelism, cpus, freemem, loadavg, totalmem } from 'node:os';
 import { runApiBench } from './api';
 import { runDeliveryBench } from './delivery';
-import { goalMet, formatSection, ratio, Section } from './lib/report';
+import { goalMet, formatNumber, formatSection, ratio, Section } from './lib/report';
 import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { runScalingBench } from './scaling';
@@ -64,7 +64,11 @@ function summary(sections: Section[], failures: string[]): string {
       const met = goalMet(figure);
       if (met === undefined) continue;
       const verdict = figure.problem ? `NOT MET (invalid: ${figure.problem})` : met ? 'MET' : 'NOT MET';
-      lines.push(`- ${verdict}: ${figure.name}: ${ratio(figure)!.toFixed(2)}x ${figure.baseline!.name} (goal ${figure.goal}x)`);
+      const measured =
+        figure.below !== undefined
+          ? `${formatNumber(figure.ours)} ${figure.unit} (goal < ${formatNumber(figure.below)} ${figure.unit})`
+          : `${ratio(figure)!.toFixed(2)}x ${figure.baseline!.name} (goal ${figure.goal}x)`;
+      lines.push(`- ${verdict}: ${figure.name}: ${measured}`);
     }
   }
   for (const name of failures) lines.push(`- NOT RUN: ${name} (see its error above)`);

@@ -10,6 +10,8 @@ export interface Figure {
   limit?: { name: string; value: number };
   /** The minimum `ours / baseline` the issue asks for; absent when there is no goal. */
   goal?: number;
+  /** An absolute goal instead: ours must stay below this, in `unit` (e.g. p99 < 100 ms, RSS < 150 MB). */
+  below?: number;
   /** Why the measurement of ours is not valid (e.g. most requests failed); the goal then counts as not met. */
   problem?: string;
   /** Further measurements of ours, e.g. latency percentiles and RSS. */
@@ -31,6 +33,7 @@ export function ratio(figure: Figure): number | undefined {
 
 /** Whether a figure meets its goal: undefined when it has none. */
 export function goalMet(figure: Figure): boolean | undefined {
+  if (figure.below !== undefined) return figure.problem === undefined && figure.ours < figure.below;
   const r = ratio(figure);
   if (figure.goal === undefined || r === undefined) return undefined;
   return figure.problem === undefined && r >= figure.goal;
@@ -55,7 +58,14 @@ export function formatSection(section: Section): string {
       ? `${figure.baseline.name}: ${formatNumber(figure.baseline.value)} ${figure.unit}${figure.baselineDetail ? ` (${figure.baselineDetail})` : ''}`
       : '-';
     const verdict = figure.problem ? `INVALID: ${figure.problem}` : met ? 'MET' : 'NOT MET';
-    const goal = figure.goal === undefined ? (figure.problem ? `INVALID: ${figure.problem}` : '-') : `>= ${figure.goal}x ${verdict}`;
+    const goal =
+      figure.below !== undefined
+        ? `< ${formatNumber(figure.below)} ${figure.unit} ${verdict}`
+        : figure.goal === undefined
+          ? figure.problem
+            ? `INVALID: ${figure.problem}`
+            : '-'
+          : `>= ${figure.goal}x ${verdict}`;
     const limit = figure.limit
       ? `${figure.limit.name}: ${formatNumber(figure.limit.value)} (${(figure.ours / figure.limit.value).toFixed(2)}x)`
       : '-';

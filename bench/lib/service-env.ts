@@ -10,7 +10,8 @@ const RECEIVER_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
  * warn-level logs (request logging would otherwise dominate small requests, and the baselines
  * log nothing), the run's database and a Redis prefix of its own, private targets allowed
  * because every endpoint of the run is on 127.0.0.1, and a rate limit far above any load
- * generator's rate (one user sends everything), so its cost is measured but it never refuses.
+ * generator's rate (one user sends everything), so its cost is measured but it never refuses;
+ * likewise the per-endpoint concurrency cap.
  */
 export function serviceEnv(
   settings: BenchSettings,
@@ -29,6 +30,8 @@ export function serviceEnv(
     RECEIVER_SECRET,
     WEBHOOK_BLOCK_PRIVATE: 'false',
     RATE_LIMIT_PER_MIN: '1000000000',
+    // The per-endpoint cap at its maximum: every run sends to one endpoint, so the cap's cost is measured but it never limits.
+    WEBHOOK_ENDPOINT_CONCURRENCY: '1000',
     ...extra,
   };
 }

@@ -47,18 +47,16 @@ export async function readCircuitState(redis: RedisClient, prefix: string, endpo
 
 /**
  * Every circuit that is not closed, for the `webhook_circuit_state` metric: gate key (`e:12`,
- * `o:https://example.com`) and state. One ZRANGE over an index the scripts keep.
+ * `o:https://example.com`) and state. Two commands over an index the scripts keep.
  */
 export async function listOpenCircuits(redis: RedisClient, prefix: string): Promise<{ gateKey: string; state: CircuitState }[]> {
-  const flat = await redis.zrange(circuitKeys(prefix, '').index, 0, -1, 'WITHSCORES');
+  const index = circuitKeys(prefix, '').index;
   const now = Date.now();
+  // A circuit whose keys expired unprobed (its endpoint gone quiet or deleted) is forgotten.
+  await redis.zremrangebyscore(index, '-inf', now - CIRCUIT_MEMORY_MS);
+  const flat = await redis.zrange(index, 0, -1, 'WITHSCORES');
   const out: { gateKey: string; state: CircuitState }[] = [];
-  for (let i = 0; i < flat.length; i += 2) {
-    const until = Number(flat[i + 1]);
-    // A circuit whose keys expired unprobed is forgotten; its index entry goes with it.
-    if (until < now - CIRCUIT_MEMORY_MS) continue;
-    out.push({ gateKey: flat[i], state: stateAt(until, now) });
-  }
+  for (let i = 0; i < flat.length; i += 2) out.push({ gateKey: flat[i], state: stateAt(Number(flat[i + 1]), now) });
   return out;
 }
 

@@ -49,3 +49,51 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
   annotateActiveSpan({ [WEBHOOK_EVENT]: fanOut.event, [WEBHOOK_IDS]: rows.map((row) => row.id) });
   return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
 }
+
+/** One event of a batch for {@link insertEventDeliveryJobsBatch}: its data, owner and the trace of the request that wrote it. */
+export interface BatchedFanOut {
+  data: unknown;
+  ownerUserId: number | null;
+  /** W3C traceparent of the writing request (stored in the row), or null. */
+  traceparent: string | null;
+}
+
+/**
+ * {@link insertEventDeliveryJobs} for many events of one kind in one statement (group commit):
+ * the envelopes are serialised here, the rows written from `unnest` arrays inside
+ * `transaction`, each with its own event's traceparent.
+ *
+ * @returns for each event, in input order, its jobs in endpoint id order (none when nobody subscribes)
+ * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
+ */
+export async function insertEventDeliveryJobsBatch(
+  sequelize: Sequelize,
+  transaction: Transaction,
+  event: string,
+  fanOuts: readonly BatchedFanOut[],
+): Promise<DeliveryJob[][]> {
+  const bodies = fanOuts.map((fanOut) => serializeEnvelope(fanOut.data, { event, signable: true }));
+  // The ids are drawn once in the CTE (it is read twice, so PostgreSQL materialises it) and
+  // returned with each event's position, which RETURNING of the INSERT could not give.
+  const rows = await sequelize.query<{ id: string; endpoint_id: number; ord: string }>(
+    `WITH fan AS (
+       SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=') AS id,
+              ep.id AS endpoint_id, ep.url, e.body, ep.user_id, e.traceparent, e.ord
+         FROM unnest($2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS e(body, owner_id, traceparent, ord)
+         JOIN webhook_endpoints ep
+           ON ep.active AND (cardinality(ep.events) = 0 OR $1 = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = e.owner_id)
+     ), written AS (
+       INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
+       SELECT id, endpoint_id, url, $1, body, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
+     )
+     SELECT id, endpoint_id, ord FROM fan ORDER BY ord, endpoint_id`,
+    {
+      bind: [event, bodies, fanOuts.map((fanOut) => fanOut.ownerUserId), fanOuts.map((fanOut) => fanOut.traceparent)],
+      type: QueryTypes.SELECT,
+      transaction,
+    },
+  );
+  const jobs: DeliveryJob[][] = fanOuts.map(() => []);
+  for (const row of rows) jobs[Number(row.ord) - 1].push({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) });
+  return jobs;
+}

@@ -3,7 +3,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
-import { insertEventDeliveryJobs } from './fan-out';
+import { insertEventDeliveryJobs, insertEventDeliveryJobsBatch } from './fan-out';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -52,6 +52,14 @@ export interface Outbox {
    * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
+  /**
+   * {@link record} for many events of one kind in one statement (the api's group commit), with
+   * one enqueue of all their jobs after commit.
+   *
+   * @returns each event's delivery ids (webhook-ids), in input order
+   * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
+   */
+  recordMany(transaction: Transaction, event: PostEvent, events: readonly { data: object; traceparent: string | null }[]): Promise<string[][]>;
   /** Starts the relay timer; safe to run in several api processes at once. */
   startRelay(): void;
   /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
@@ -185,12 +193,23 @@ export function createOutbox(options: OutboxOptions): Outbox {
         await connection.del(sentinelKey).catch(() => undefined);
         throw error;
       }
-      logger.warn({ revived }, 'Redis lost its data: every queued delivery was added to the queue again');
+      // A first start on an empty Redis also lands here, with nothing to revive.
+      if (revived > 0) logger.warn({ revived }, 'Redis lost its data: every queued delivery was added to the queue again');
     }
     const enqueued = await relayPending();
     revived += await reviveLost();
     if (enqueued > 0 || revived > 0) logger.info({ enqueued, revived }, 'outbox relay added deliveries to the queue');
     return { enqueued, revived, swept };
+  }
+
+  function enqueueAfterCommit(transaction: Transaction, jobs: DeliveryJob[]): void {
+    if (jobs.length === 0) return;
+    // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
+    // awaiting it keeps Redis off the caller's response time. stop() waits for it.
+    transaction.afterCommit(() => {
+      const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
+      inFlight.add(enqueuing);
+    });
   }
 
   function pass(): void {
@@ -204,14 +223,14 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   return {
     async record(transaction, event, data) {
-      const jobs = await insertDeliveryJobs(sequelize, transaction, event, data);
-      if (jobs.length === 0) return;
-      // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
-      // awaiting it keeps Redis off the caller's response time. stop() waits for it.
-      transaction.afterCommit(() => {
-        const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
-        inFlight.add(enqueuing);
-      });
+      enqueueAfterCommit(transaction, await insertDeliveryJobs(sequelize, transaction, event, data));
+    },
+
+    async recordMany(transaction, event, events) {
+      const fanOuts = events.map(({ data, traceparent }) => ({ data, ownerUserId: ownerOf(data), traceparent }));
+      const jobs = await insertEventDeliveryJobsBatch(sequelize, transaction, event, fanOuts);
+      enqueueAfterCommit(transaction, jobs.flat());
+      return jobs.map((ofEvent) => ofEvent.map((job) => job.deliveryId));
     },
 
     startRelay() {
@@ -255,8 +274,13 @@ export async function insertDeliveries(
 
 /** {@link insertDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction, event: PostEvent, data: object): Promise<DeliveryJob[]> {
+  return insertEventDeliveryJobs(sequelize, transaction, { event, data, ownerUserId: ownerOf(data) });
+}
+
+/** The post's owner (`data.user_id`), whose own endpoints also receive the event. */
+function ownerOf(data: object): number | null {
   const owner = (data as { user_id?: unknown }).user_id;
-  return insertEventDeliveryJobs(sequelize, transaction, { event, data, ownerUserId: typeof owner === 'number' ? owner : null });
+  return typeof owner === 'number' ? owner : null;
 }
 
 function toJob(row: PendingRow): DeliveryJob {

@@ -1,3 +1,5 @@
+import { QueryTypes } from 'sequelize';
+import { runKeysCli } from '../../scripts/keys-cli';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { countPosts } from './support/rows';
@@ -90,6 +92,24 @@ describe('Idempotency-Key', () => {
     });
     expect([res.statusCode, res.json()]).toEqual([400, { status: 400, message: 'Idempotency-Key must be 1 to 255 printable ASCII characters.' }]);
     expect(await countPosts(harness.db)).toBe(before);
+  });
+
+  it('when a service key sends a webhook twice with one key, then one delivery is made and its id answered twice', async () => {
+    const lines: string[] = [];
+    await runKeysCli(['create', '--name', 'sender', '--scopes', 'webhooks:send'], {
+      env: { DATABASE_URL: harness.env.databaseUrl, REDIS_URL: harness.env.redisUrl, REDIS_PREFIX: harness.env.redisPrefix, NODE_ENV: 'test' },
+      stdout: (line) => lines.push(line),
+      stderr: () => undefined,
+    });
+    const headers = { authorization: `Bearer ${JSON.parse(lines[0]).key}`, 'idempotency-key': freshKey() };
+    const payload = { url: 'http://127.0.0.1:9/hook', event: 'demo.ping', payload: { n: 1 }, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' };
+    const deliveries = async () => Number((await harness.db.sequelize.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries', { type: QueryTypes.SELECT }))[0].n);
+    const before = await deliveries();
+    const first = await b.request({ method: 'POST', url: '/api/v1/webhooks', headers, payload });
+    const again = await a.request({ method: 'POST', url: '/api/v1/webhooks', headers, payload });
+    expect(first.statusCode).toBe(202);
+    expect([again.statusCode, again.body]).toEqual([202, first.body]);
+    expect(await deliveries()).toBe(before + 1);
   });
 
   it('when no key is sent, then every create makes a post', async () => {

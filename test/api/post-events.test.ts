@@ -79,4 +79,29 @@ describe('post events (DESIGN §6)', () => {
     expect(viaB.json()).toEqual({ status: 2011, message: 'Unable to add post.' });
     expect(await countPosts(harness.db)).toBe(before);
   });
+
+  it('when many posts are created at once in either layout, then each gets its own post row and its own outbox row carrying its data', async () => {
+    await harness.db.sequelize.query(`INSERT INTO webhook_endpoints (url, secret) VALUES ('http://127.0.0.1:9/batch', 'whsec_dW51c2VkLWJhdGNoLXNlY3JldA==')`);
+    const a = await harness.start('a');
+    const b = await harness.start('b');
+    const sends = Array.from({ length: 24 }, (_, n) =>
+      n % 2 === 0
+        ? a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: `A${n}`, body: `body ${n}`, userId: alice.user.userId } })
+        : b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: `B${n}`, content: `content ${n}` } }),
+    );
+    const answers = await Promise.all(sends);
+    const pids = answers.map((answer, n) => Number(n % 2 === 0 ? answer.json().item.postId : answer.json().pid));
+    expect(new Set(pids).size).toBe(24);
+    const deliveries = await harness.db.sequelize.query<{ body: string }>(
+      `SELECT body FROM webhook_deliveries WHERE url = 'http://127.0.0.1:9/batch' AND event = 'post.created'`,
+      { type: QueryTypes.SELECT },
+    );
+    const data = deliveries.map((delivery) => JSON.parse(delivery.body)._data as { pid: number; title: string; content: string });
+    expect(data.map((item) => item.pid).sort()).toEqual([...pids].sort());
+    for (const [n, pid] of pids.entries()) {
+      const item = data.find((candidate) => candidate.pid === pid)!;
+      expect(item.title).toBe(n % 2 === 0 ? `A${n}` : `B${n}`);
+      expect(item.content).toBe(n % 2 === 0 ? `body ${n}` : `content ${n}`);
+    }
+  });
 });

@@ -131,6 +131,25 @@ describe('webhook routes', () => {
     expect(eventByUser.statusCode).toBe(403);
   });
 
+  it('When a send or an event is retried with the same Idempotency-Key, then the first answer comes back and nothing is sent twice', async () => {
+    await addEndpoint(operator.headers, '/idempotent', ['post.created']);
+    const webhook = { url: `${receiver.url}/once`, event: 'a.b', payload: { n: 1 }, secret: 's' };
+    const keyed = (key: string) => ({ ...operator.headers, 'idempotency-key': key });
+
+    const first = await post('/api/v1/webhooks', webhook, keyed('send-1'));
+    const again = await post('/api/v1/webhooks', webhook, keyed('send-1'));
+    const changed = await post('/api/v1/webhooks', { ...webhook, payload: { n: 2 } }, keyed('send-1'));
+    const event = await post('/api/v1/events', { event: 'post.created', payload: { n: 1 } }, keyed('event-1'));
+    const eventAgain = await post('/api/v1/events', { event: 'post.created', payload: { n: 1 } }, keyed('event-1'));
+
+    expect([first.statusCode, again.statusCode, again.json()]).toEqual([202, 202, first.json()]);
+    expect(changed.statusCode).toBe(409);
+    expect([event.statusCode, eventAgain.json()]).toEqual([202, event.json()]);
+    await receiver.waitForRequests(2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/idempotent', '/once']);
+  });
+
   it('When the body is invalid or has no secret, then the answer is 400 with the reason', async () => {
     const responses = await Promise.all([
       post('/api/v1/webhooks', { url: 'ftp://example.com', event: 'a', payload: { a: 1 }, secret: 's' }),

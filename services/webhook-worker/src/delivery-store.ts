@@ -1,5 +1,6 @@
 import { BaseError, ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import type { DeliveryStatus } from '../../../shared/db';
+import { createGroupCommit } from '../../../shared/db/group-commit';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
@@ -93,13 +94,17 @@ interface ClaimRow {
   one_shot: boolean;
 }
 
-const CLAIM_SQL = `
-  WITH d AS (
-    UPDATE webhook_deliveries SET status = 'delivering', updated_at = now()
-     WHERE id = $1 AND status IN ('pending', 'delivering')
-       AND ($2 OR one_shot OR next_attempt_at IS NULL OR next_attempt_at <= now() + interval '1 second')
-    RETURNING id, endpoint_id, url, method, body, headers, secret, algo, signature_header, attempts,
-              endpoint_deleted, ($2 OR one_shot) AS one_shot
+// $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery).
+const CLAIM_BATCH_SQL = `
+  WITH c AS (
+    SELECT * FROM unnest($1::text[], $2::boolean[]) AS c(id, one_shot)
+  ), d AS (
+    UPDATE webhook_deliveries w SET status = 'delivering', updated_at = now()
+      FROM c
+     WHERE w.id = c.id AND w.status IN ('pending', 'delivering')
+       AND (c.one_shot OR w.one_shot OR w.next_attempt_at IS NULL OR w.next_attempt_at <= now() + interval '1 second')
+    RETURNING w.id, w.endpoint_id, w.url, w.method, w.body, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
+              w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot
   )
   SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
@@ -155,6 +160,26 @@ const RECORD_SQL = `
   )
   SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason`;
 
+function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    url: row.url,
+    method: row.method,
+    body: row.body,
+    headers: row.headers,
+    secret: row.secret,
+    algo: row.algo,
+    signatureHeader: row.signature_header,
+    attempts: row.attempts,
+    endpointSecret: row.endpoint_secret,
+    endpointPreviousSecret: row.endpoint_previous_secret,
+    endpointActive: row.endpoint_active,
+    endpointDeleted: row.endpoint_deleted,
+    oneShot: row.one_shot,
+  };
+}
+
 /**
  * True when `error` means PostgreSQL cannot be reached now (refused, reset, timed out,
  * shutting down, no pooled connection), as opposed to a bad statement: the attempt is
@@ -177,29 +202,33 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 export function createDeliveryStore(sequelize: Sequelize, options: { disableAfterS: number }): DeliveryStore {
   const disableAfterS = options.disableAfterS;
+  // Claims of concurrent jobs go to PostgreSQL together, one statement per batch (group commit).
+  const claims = createGroupCommit<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
+    try {
+      const rows = await sequelize.query<ClaimRow>(CLAIM_BATCH_SQL, {
+        bind: [batch.map((claim) => claim.deliveryId), batch.map((claim) => claim.oneShot)],
+        type: QueryTypes.SELECT,
+      });
+      const claimed = new Map(rows.map((row) => [row.id, toClaimedDelivery(row)]));
+      return batch.map((claim) => ({ ok: true, value: claimed.get(claim.deliveryId) ?? null }));
+    } catch (error) {
+      // PostgreSQL away fails every claim alike; any other error (a deadlock between two
+      // workers' batches) is retried claim by claim, so it reaches only its own job.
+      if (batch.length === 1 || isDatabaseUnavailable(error)) throw error;
+      return Promise.all(
+        batch.map(async ({ deliveryId, oneShot }) => {
+          try {
+            const [row] = await sequelize.query<ClaimRow>(CLAIM_BATCH_SQL, { bind: [[deliveryId], [oneShot]], type: QueryTypes.SELECT });
+            return { ok: true as const, value: row ? toClaimedDelivery(row) : null };
+          } catch (alone) {
+            return { ok: false as const, error: alone };
+          }
+        }),
+      );
+    }
+  });
   return {
-    async claim(deliveryId, oneShot) {
-      const rows = await sequelize.query<ClaimRow>(CLAIM_SQL, { bind: [deliveryId, oneShot], type: QueryTypes.SELECT });
-      const row = rows[0];
-      if (!row) return null;
-      return {
-        id: row.id,
-        endpointId: row.endpoint_id,
-        url: row.url,
-        method: row.method,
-        body: row.body,
-        headers: row.headers,
-        secret: row.secret,
-        algo: row.algo,
-        signatureHeader: row.signature_header,
-        attempts: row.attempts,
-        endpointSecret: row.endpoint_secret,
-        endpointPreviousSecret: row.endpoint_previous_secret,
-        endpointActive: row.endpoint_active,
-        endpointDeleted: row.endpoint_deleted,
-        oneShot: row.one_shot,
-      };
-    },
+    claim: (deliveryId, oneShot) => claims.submit({ deliveryId, oneShot }),
 
     async unclaim(deliveryId) {
       await sequelize.query(

@@ -10,7 +10,7 @@ export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
 export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, InferCreationAttributes<WebhookDelivery>> {
   declare id: string;
   declare endpointId: number | null;
-  /** The api user who enqueued it, when enqueued over HTTP. */
+  /** The owner of its endpoint (null for an operator endpoint), or the user an ad-hoc send from Node named. */
   declare userId: CreationOptional<number | null>;
   declare url: string;
   declare method: CreationOptional<string>;

@@ -31,4 +31,10 @@ export type PostEventData = PostChangedData | PostDeletedData;
 export interface PostEventRecorder {
   /** Runs inside `transaction`; a rejection rolls the post change back. */
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
+  /**
+   * Optional: many events of one kind in one statement (group commit), each with the trace
+   * of the request that wrote it; without it, the events are recorded one by one.
+   * @returns each event's delivery ids, in input order
+   */
+  recordMany?(transaction: Transaction, event: PostEventName, events: readonly { data: PostEventData; traceparent: string | null }[]): Promise<string[][]>;
 }

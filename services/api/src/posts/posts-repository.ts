@@ -3,7 +3,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
-import type { PostEventRecorder } from './post-events';
+import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
+import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
+import type { PostChangedData, PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
 export interface NewPost {
@@ -62,6 +64,17 @@ export interface PostsRepositoryDeps {
   log: FastifyBaseLogger;
 }
 
+/** A create waiting for its group-commit batch. */
+interface PendingCreate {
+  post: NewPost;
+  traceparent: string | null;
+}
+
+interface CreatedPost {
+  record: PostRecord;
+  deliveryIds: string[];
+}
+
 const RANDOM_PID_MIN = 10_000;
 const RANDOM_PID_MAX = 99_999;
 // 90 000 slots: ten misses in a row means the range is nearly full, not bad luck.
@@ -72,28 +85,93 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     return sequelize.query<PostRow>(sql, { bind, type: QueryTypes.SELECT, raw: true, transaction });
   }
 
-  async function insert(post: NewPost, pidSource: PidSource, transaction: Transaction): Promise<PostRow> {
-    const values = [randomUUID(), post.userId, post.title, post.content, post.image];
+  /**
+   * Inserts a batch of posts in one statement per attempt; each result is the post's row, or
+   * PostIdsExhaustedError for a random pid that found no free slot. Rows come back in no set
+   * order, so they are matched to the posts by their uuid.
+   */
+  async function insertMany(posts: readonly NewPost[], pidSource: PidSource, transaction: Transaction): Promise<(PostRow | Error)[]> {
+    const uuids = posts.map(() => randomUUID());
+    const results: (PostRow | Error)[] = new Array(posts.length);
+    const columns = (indices: number[]) => [
+      indices.map((i) => uuids[i]),
+      indices.map((i) => posts[i].userId),
+      indices.map((i) => posts[i].title),
+      indices.map((i) => posts[i].content),
+      indices.map((i) => posts[i].image),
+    ];
+    const place = (found: PostRow[]) => {
+      const position = new Map<string, number>(uuids.map((uuid, index) => [uuid, index]));
+      for (const row of found) results[position.get(row.post_uuid)!] = row;
+    };
+    const all = posts.map((_, index) => index);
     if (pidSource === 'sequence') {
-      const [row] = await rows(
-        `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image) VALUES ($1, $2, $3, $4, $5) RETURNING ${POST_COLUMNS}`,
-        values,
-        transaction,
+      place(
+        await rows(
+          `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
+           SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`,
+          columns(all),
+          transaction,
+        ),
       );
-      return row;
+      return results;
     }
-    for (let attempt = 0; attempt < RANDOM_PID_ATTEMPTS; attempt++) {
-      // ON CONFLICT keeps the transaction usable after a collision, so the retry stays inside it.
-      const [row] = await rows(
-        `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`,
-        [...values, randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1)],
-        transaction,
+    let missing = all;
+    for (let attempt = 0; attempt < RANDOM_PID_ATTEMPTS && missing.length > 0; attempt++) {
+      // ON CONFLICT keeps the transaction usable after a collision (with a stored post or
+      // another of the batch), so the retry of the posts that collided stays inside it.
+      place(
+        await rows(
+          `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid)
+           SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
+           ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`,
+          [...columns(missing), missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1))],
+          transaction,
+        ),
       );
-      if (row) return row;
+      missing = missing.filter((index) => results[index] === undefined);
     }
-    throw new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
+    for (const index of missing) results[index] = new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
+    return results;
   }
+
+  /**
+   * One group-commit batch of creates: the posts and their outbox rows in one transaction of
+   * two statements. Should the batch fail, each post is tried alone, so one post's error
+   * (a user deleted meanwhile) reaches only its own request.
+   */
+  async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
+    try {
+      return await sequelize.transaction(async (transaction) => {
+        const inserted = await insertMany(
+          items.map((item) => item.post),
+          pidSource,
+          transaction,
+        );
+        const created = inserted.flatMap((row, index) => (row instanceof Error ? [] : [{ index, record: toPostRecord(row) }]));
+        const events = created.map(({ index, record }) => ({ data: toChangedData(record), traceparent: items[index].traceparent }));
+        const deliveryIds = await recordCreated(transaction, events);
+        const outcomes: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
+        created.forEach(({ index, record }, n) => (outcomes[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] } }));
+        return outcomes;
+      });
+    } catch (error) {
+      if (items.length === 1) return [{ ok: false, error }];
+      return Promise.all(items.map(async (item) => (await createBatch([item], pidSource))[0]));
+    }
+  }
+
+  async function recordCreated(transaction: Transaction, created: { data: PostChangedData; traceparent: string | null }[]): Promise<string[][]> {
+    if (created.length === 0) return [];
+    if (events.recordMany) return events.recordMany(transaction, 'post.created', created);
+    for (const { data } of created) await events.record(transaction, 'post.created', data);
+    return created.map(() => []);
+  }
+
+  const creates: Record<PidSource, GroupCommit<PendingCreate, CreatedPost>> = {
+    sequence: createGroupCommit((items) => createBatch(items, 'sequence')),
+    random: createGroupCommit((items) => createBatch(items, 'random')),
+  };
 
   async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {
     for (const post of posts) {
@@ -107,13 +185,11 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
 
   return {
     async create(post, pidSource) {
-      const created = await sequelize.transaction(async (transaction) => {
-        const record = toPostRecord(await insert(post, pidSource, transaction));
-        await events.record(transaction, 'post.created', toChangedData(record));
-        return record;
-      });
-      await cache.invalidate(created.pid);
-      return created;
+      // Concurrent creates share one transaction (group commit); the trace of each request travels with its own rows.
+      const { record, deliveryIds } = await creates[pidSource].submit({ post, traceparent: activeTraceparent() });
+      annotateActiveSpan({ [WEBHOOK_EVENT]: 'post.created', [WEBHOOK_IDS]: deliveryIds });
+      await cache.invalidate(record.pid);
+      return record;
     },
 
     async findById(pid) {

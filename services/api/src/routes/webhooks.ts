@@ -1,4 +1,4 @@
-import type { FastifyContextConfig, FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import { getDeliveryDetails, listDeliveries, publishEvent, redeliver } from '../../../../shared/operations';
 import { DeliveryNotFoundError, WebhookQueue, enqueueWebhook } from '../../../../shared/queue';
@@ -23,8 +23,6 @@ export interface WebhookRoutesOptions {
 
 type IdParams = { Params: { id: string } };
 const TAGS = ['webhooks'];
-// The Idempotency-Key handling of DESIGN §12 runs on routes configured so.
-const IDEMPOTENT = { idempotency: true } as FastifyContextConfig;
 
 /**
  * The webhook routes (DESIGN §6, §11) under /api/v1:
@@ -43,7 +41,8 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.post<{ Body: EnqueueBody }>(
     '/webhooks',
     {
-      config: IDEMPOTENT,
+      // The Idempotency-Key handling of DESIGN §12.
+      config: { idempotency: true },
       preValidation: serviceKeyWith('webhooks:send'),
       schema: {
         tags: TAGS,
@@ -62,7 +61,8 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.post<{ Body: PublishEventBody }>(
     '/events',
     {
-      config: IDEMPOTENT,
+      // The Idempotency-Key handling of DESIGN §12.
+      config: { idempotency: true },
       preValidation: serviceKeyWith('webhooks:send'),
       schema: {
         tags: TAGS,

@@ -1,0 +1,56 @@
+/** One item's outcome in a batch: its value, or the error only that item gets. */
+export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
+
+/** Submits items to be written together with whatever else is waiting. */
+export interface GroupCommit<I, R> {
+  /** Resolves with this item's value, or rejects with its error, once its batch has run. */
+  submit(item: I): Promise<R>;
+}
+
+/**
+ * Group commit: one batch runs at a time; items submitted meanwhile wait and go together
+ * in the next batch, which starts as soon as the previous one returns. At low load a batch
+ * is one item and starts at once (no fixed wait); under load batches grow with the load.
+ *
+ * @param run - writes a batch; returns one outcome per item in input order; a rejection fails every item of the batch with it
+ * @param maxBatch - items per batch at most
+ */
+export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[]>, maxBatch = 200): GroupCommit<I, R> {
+  interface Waiting {
+    item: I;
+    resolve(value: R): void;
+    reject(error: unknown): void;
+  }
+  let waiting: Waiting[] = [];
+  let running = false;
+
+  function next(): void {
+    if (running || waiting.length === 0) return;
+    running = true;
+    const batch = waiting.length <= maxBatch ? waiting : waiting.slice(0, maxBatch);
+    waiting = waiting.length <= maxBatch ? [] : waiting.slice(maxBatch);
+    run(batch.map((entry) => entry.item))
+      .then(
+        (outcomes) =>
+          batch.forEach((entry, index) => {
+            const outcome = outcomes[index];
+            if (outcome.ok) entry.resolve(outcome.value);
+            else entry.reject(outcome.error);
+          }),
+        (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+      )
+      .finally(() => {
+        running = false;
+        next();
+      });
+  }
+
+  return {
+    submit(item) {
+      return new Promise<R>((resolve, reject) => {
+        waiting.push({ item, resolve, reject });
+        next();
+      });
+    },
+  };
+}
