@@ -28,12 +28,12 @@ export interface Models {
 
 export { isDatabaseUnavailable } from './errors';
 
-// While PostgreSQL is unreachable a request must fail in seconds (503, DESIGN §6), not wait
+// While PostgreSQL is unreachable a request must fail within seconds (503, DESIGN §6), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.
 /** Bound of one new connection's TCP and start-up handshake, ms. */
-const CONNECT_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
 /** Bound of the wait for a pooled connection, ms (includes connecting). */
-const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
+const POOL_ACQUIRE_TIMEOUT_MS = 15_000;
 
 export interface Database {
   sequelize: Sequelize;

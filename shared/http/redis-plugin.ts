@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import type { RedisClient } from '../redis';
+import { closeRedis, type RedisClient } from '../redis';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,7 +12,7 @@ export const redisPlugin = fp<{ redis: RedisClient }>(
   async (app, { redis }) => {
     app.decorate<RedisClient, 'redis'>('redis', redis);
     app.addHook('onClose', async () => {
-      await redis.quit().catch(() => redis.disconnect());
+      await closeRedis(redis);
     });
   },
   { name: 'redis' },

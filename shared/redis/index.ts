@@ -159,5 +159,27 @@ export function whenReady(redis: RedisClient, timeoutMs: number): ReadyWait {
   return { ready, cancel: () => finish(false) };
 }
 
+/**
+ * Closes a connection so that nothing of it outlives the returned promise: QUIT when ready
+ * (the server closes the socket), else disconnect. A connection still connecting is first
+ * let finish or fail: ending a socket mid-connect leaves it, with ioredis's connect timer,
+ * holding the process open for up to the connect timeout.
+ */
+export async function closeRedis(connection: RedisClient): Promise<void> {
+  if (connection.status === 'connecting' || connection.status === 'connect') {
+    await new Promise<void>((resolve) => {
+      const settled = () => {
+        connection.off('ready', settled);
+        connection.off('close', settled);
+        resolve();
+      };
+      connection.once('ready', settled);
+      connection.once('close', settled);
+    });
+  }
+  if (connection.status === 'ready') await connection.quit().catch(() => connection.disconnect());
+  else connection.disconnect();
+}
+
 export { createOutageLog, logRedisOutages } from './outage-log';
 export type { OutageLog, OutageLogger } from './outage-log';

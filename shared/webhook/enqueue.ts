@@ -1,7 +1,7 @@
 import type { Config } from '../config';
 import { type Database, createDatabase } from '../db';
 import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
-import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, RedisTarget, whenReady } from '../redis';
+import { closeRedis, createRedis, describeRedisTarget, logRedisOutages, RedisClient, RedisTarget, whenReady } from '../redis';
 
 /**
  * How long a new producer's first enqueue waits for Redis, ms. Past it the delivery row is
@@ -65,8 +65,9 @@ export function createWebhookProducer(
       // A pending wait would hold the process open for the rest of its bound.
       first.cancel();
       await queue.close();
-      connection.disconnect();
+      await closeRedis(connection);
       await db.close();
     },
   };
 }
+

@@ -105,7 +105,7 @@ describe('PostgreSQL unreachable', () => {
     expect((await apiA.request({ url: '/ready' })).statusCode).toBe(200);
   });
 
-  it('when the PostgreSQL host stops answering, then a request answers 503 within seconds, not after a 30 s pool wait', async () => {
+  it('when the PostgreSQL host stops answering, then a request answers 503 within the connect timeout, not after a 30 s pool wait', async () => {
     await proxy.cut('hang');
     try {
       // The first request may meet a pooled connection the cut just broke; the second must connect anew.
@@ -114,8 +114,8 @@ describe('PostgreSQL unreachable', () => {
         const response = await apiB.request({ url: '/api/v1/posts', headers: user.headers });
         const elapsed = Date.now() - started;
         expect([attempt, response.statusCode, response.headers['retry-after'], response.json()]).toEqual([attempt, 503, '5', UNAVAILABLE_B]);
-        // The connect timeout is 5 s; the bound leaves room for a loaded machine.
-        expect(elapsed).toBeLessThan(15_000);
+        // The connect timeout is 10 s (a busy host's connects must not fail); well under the old 30 s wait.
+        expect(elapsed).toBeLessThan(20_000);
       }
     } finally {
       await proxy.restore();
