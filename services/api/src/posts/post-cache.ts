@@ -15,8 +15,8 @@ export interface PostCache {
   generation(): Promise<string | null>;
   /** Stores `json` only if no write happened since `generation` was read. */
   write(entry: CacheEntry, json: string, generation: string): Promise<void>;
-  /** Drops the post's entry and every list page; call after the write commits. */
-  invalidate(pid: number): Promise<void>;
+  /** Drops the posts' entries and every list page, in one round trip; call after the write commits. */
+  invalidate(pid: number | readonly number[]): Promise<void>;
 }
 
 export interface PostCacheOptions {
@@ -78,7 +78,12 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
     },
     async invalidate(pid) {
       try {
-        await redis.multi().incr(generationKey).del(postKey(pid), listsKey).exec();
+        const pids = typeof pid === 'number' ? [pid] : pid;
+        await redis
+          .multi()
+          .incr(generationKey)
+          .del(...pids.map(postKey), listsKey)
+          .exec();
       } catch (err) {
         log.error({ err, pid }, 'post cache invalidation failed; cached reads may be stale until the TTL');
       }

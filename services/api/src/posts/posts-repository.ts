@@ -141,8 +141,9 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
    * (a user deleted meanwhile) reaches only its own request.
    */
   async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
+    let outcomes: Settled<CreatedPost>[];
     try {
-      return await sequelize.transaction(async (transaction) => {
+      outcomes = await sequelize.transaction(async (transaction) => {
         const inserted = await insertMany(
           items.map((item) => item.post),
           pidSource,
@@ -151,14 +152,18 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         const created = inserted.flatMap((row, index) => (row instanceof Error ? [] : [{ index, record: toPostRecord(row) }]));
         const events = created.map(({ index, record }) => ({ data: toChangedData(record), traceparent: items[index].traceparent }));
         const deliveryIds = await recordCreated(transaction, events);
-        const outcomes: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
-        created.forEach(({ index, record }, n) => (outcomes[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] } }));
-        return outcomes;
+        const settled: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
+        created.forEach(({ index, record }, n) => (settled[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] } }));
+        return settled;
       });
     } catch (error) {
       if (items.length === 1) return [{ ok: false, error }];
       return Promise.all(items.map(async (item) => (await createBatch([item], pidSource))[0]));
     }
+    // One invalidation for the batch (it never throws), before any of its requests is answered.
+    const pids = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.value.record.pid] : []));
+    if (pids.length > 0) await cache.invalidate(pids);
+    return outcomes;
   }
 
   async function recordCreated(transaction: Transaction, created: { data: PostChangedData; traceparent: string | null }[]): Promise<string[][]> {
@@ -188,7 +193,6 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       // Concurrent creates share one transaction (group commit); the trace of each request travels with its own rows.
       const { record, deliveryIds } = await creates[pidSource].submit({ post, traceparent: activeTraceparent() });
       annotateActiveSpan({ [WEBHOOK_EVENT]: 'post.created', [WEBHOOK_IDS]: deliveryIds });
-      await cache.invalidate(record.pid);
       return record;
     },
 
