@@ -76,7 +76,9 @@ const ADD_TIMEOUT_MS = 2_000;
  * Opens the producer side of the `webhooks` queue under `config.redisPrefix`.
  *
  * @param connection - a `client`-role ioredis connection (shared/redis): commands fail fast
- *   while Redis is away, so a producer never hangs; the caller owns and closes it
+ *   while Redis is away, so a producer never hangs; the caller owns and closes it. A command
+ *   that fails or times out (`commandTimeout`) fails only itself: the queue sends no command
+ *   of its own while it starts, so it works again as soon as Redis answers
  * @param logger - receives the queue's connection errors at debug level (BullMQ emits them as
  *   `error` events); the connection's outages are its owner's to log (shared/redis `logRedisOutages`)
  */
@@ -90,6 +92,11 @@ export function createWebhookQueue(
     prefix: config.redisPrefix,
     defaultJobOptions: DEFAULT_JOB_OPTIONS,
     streams: { events: { maxLen: EVENTS_MAX_LEN } },
+    // BullMQ starts a queue once, with an INFO for the Redis version; were that one command to
+    // fail (a command timeout, a dropped connection), every later command of the queue would
+    // reject with that same error until the process restarts. Without the check the start only
+    // waits for the connection to be ready, which heals by reconnecting.
+    skipVersionCheck: true,
   });
   // The connection's owner logs its outages; each failed reconnect also arrives here.
   queue.on('error', (error) => logger?.debug({ err: error }, 'webhook queue connection error'));

@@ -54,8 +54,9 @@ describe('endpoints API (DESIGN §11)', () => {
     for (const id of [theirs.id, ops.id]) {
       const resA = await a.request({ url: `/api/v1/endpoints/${id}`, headers: alice.headers });
       const resB = await b.request({ url: `/api/v1/endpoints/${id}`, headers: alice.headers });
-      expect([resA.statusCode, resA.json()]).toEqual([404, { status: 404, message: 'Endpoint not found.' }]);
-      expect([resB.statusCode, resB.json()]).toEqual([404, { message: 'Endpoint not found.' }]);
+      // Byte for byte: Layout A's error shape is `{"status","message"}` in that order.
+      expect([resA.statusCode, resA.body]).toEqual([404, '{"status":404,"message":"Endpoint not found."}']);
+      expect([resB.statusCode, resB.body]).toEqual([404, '{"message":"Endpoint not found."}']);
       for (const [method, url, payload] of [
         ['PATCH', `/api/v1/endpoints/${id}`, { active: false }],
         ['DELETE', `/api/v1/endpoints/${id}`, undefined],

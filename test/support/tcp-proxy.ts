@@ -10,6 +10,12 @@ export interface TcpProxy {
   cut(mode: 'refuse' | 'hang'): Promise<void>;
   /** Forwards again on the same port. */
   restore(): Promise<void>;
+  /**
+   * Holds what clients send (connections stay open, nothing reaches the target), as a
+   * server too busy to read; `release()` delivers the held bytes in order.
+   */
+  hold(): void;
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -20,6 +26,8 @@ export interface TcpProxy {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let mode: 'forward' | 'hang' = 'forward';
+  let holding = false;
+  const held: { upstream: net.Socket; chunk: Buffer }[] = [];
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -30,7 +38,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     if (mode === 'hang') return;
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    client.pipe(upstream).pipe(client);
+    client.on('data', (chunk: Buffer) => (holding ? held.push({ upstream, chunk }) : upstream.write(chunk)));
+    upstream.pipe(client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   };
@@ -57,6 +66,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         server = net.createServer(onConnection);
         await listen(server, port);
       }
+    },
+    hold() {
+      holding = true;
+    },
+    release() {
+      holding = false;
+      for (const { upstream, chunk } of held.splice(0)) if (!upstream.destroyed) upstream.write(chunk);
     },
     async close() {
       dropAll();

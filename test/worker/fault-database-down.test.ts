@@ -1,4 +1,6 @@
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Database, createDatabase } from '../../shared/db';
+import { Tracing, startTracing } from '../../shared/tracing';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, startWorker } from './support/harness';
@@ -6,7 +8,10 @@ import { TcpProxy, startTcpProxy } from './support/tcp-proxy';
 
 const EVENTS = 10;
 
-describe('fault: PostgreSQL unreachable from the worker, then back', () => {
+// With tracing on, each job first reads its trace context from PostgreSQL: that read must not
+// turn an outage into failed jobs either.
+describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker, then back (tracing %s)', (tracingMode) => {
+  let tracing: Tracing | undefined;
   let env: TestEnvironment;
   let producer: Producer;
   let receiver: RecordingServer;
@@ -15,6 +20,9 @@ describe('fault: PostgreSQL unreachable from the worker, then back', () => {
   let worker: ReturnType<typeof startWorker> | undefined;
 
   beforeAll(async () => {
+    if (tracingMode === 'on') {
+      tracing = await startTracing({ serviceName: 'test', spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] });
+    }
     env = await createTestEnvironment({}, 'worker');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
@@ -33,6 +41,7 @@ describe('fault: PostgreSQL unreachable from the worker, then back', () => {
     await producer.close();
     await receiver.close();
     await env.cleanup();
+    await tracing?.shutdown();
   });
 
   it('When the worker cannot reach PostgreSQL, then jobs wait without using attempts, and every delivery goes out once it is back', async () => {

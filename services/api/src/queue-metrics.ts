@@ -1,13 +1,15 @@
 import { QueryTypes } from 'sequelize';
 import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
-import type { WebhookQueue } from '../../../shared/queue';
+import { QueueUnavailableError, type WebhookQueue, isQueueReady } from '../../../shared/queue';
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
 /**
  * Reads the outbox backlog and the queue's job counts into their gauges; meant to run
  * right before each `/metrics` scrape, so the figures are current and cost nothing between scrapes.
+ *
+ * @throws QueueUnavailableError while the queue's connection is not ready; the outbox gauge is set by then
  */
 export async function collectQueueMetrics(metrics: Metrics, queue: WebhookQueue, database: Database): Promise<void> {
   const [pending] = await database.sequelize.query<{ count: string }>(
@@ -16,6 +18,8 @@ export async function collectQueueMetrics(metrics: Metrics, queue: WebhookQueue,
   );
   metrics.outboxPending.set(Number(pending.count));
   // Second, so the outbox figure is still current while Redis is away and this rejects.
+  // BullMQ would wait for a connection that is not ready yet, holding the scrape.
+  if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
   const counts = await queue.getJobCounts(...QUEUE_STATES);
   for (const state of QUEUE_STATES) metrics.queueJobs.set({ state }, counts[state] ?? 0);
 }

@@ -15,10 +15,14 @@ type Processor<J extends Job<WebhookJobData>> = (job: J, token?: string) => Prom
 export function traceDeliveryJobs<J extends Job<WebhookJobData>>(processor: Processor<J>, sequelize: Sequelize): Processor<J> {
   if (!tracingEnabled()) return processor;
   return async (job, token) => {
-    const rows = await sequelize.query<{ traceparent: string | null }>('SELECT traceparent FROM webhook_deliveries WHERE id = $1', {
-      bind: [job.data.deliveryId],
-      type: QueryTypes.SELECT,
-    });
+    // An unreachable database is the processor's to handle (it backs off without using an
+    // attempt); the span then starts a trace of its own rather than failing the job here.
+    const traceparent = await sequelize
+      .query<{ traceparent: string | null }>('SELECT traceparent FROM webhook_deliveries WHERE id = $1', {
+        bind: [job.data.deliveryId],
+        type: QueryTypes.SELECT,
+      })
+      .then((rows) => rows[0]?.traceparent ?? null, () => null);
     const attributes = {
       [WEBHOOK_ID]: job.data.deliveryId,
       'messaging.system': 'bullmq',
@@ -29,7 +33,7 @@ export function traceDeliveryJobs<J extends Job<WebhookJobData>>(processor: Proc
     return inSpan(
       `${WEBHOOK_QUEUE_NAME} process`,
       // A postponed attempt (DelayedError) is BullMQ's retry signal, not a failed job.
-      { kind: SpanKind.CONSUMER, attributes, parent: contextFromTraceparent(rows[0]?.traceparent), isFailure: (error) => !(error instanceof DelayedError) },
+      { kind: SpanKind.CONSUMER, attributes, parent: contextFromTraceparent(traceparent), isFailure: (error) => !(error instanceof DelayedError) },
       () => processor(job, token),
     );
   };

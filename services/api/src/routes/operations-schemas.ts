@@ -13,7 +13,8 @@ const errorBody = {
   type: 'object',
   description: "The layout's error shape: Layout A `{status, message}`, Layout B `{message}`.",
   properties: { status: { type: 'integer' }, message: { type: 'string' } },
-  required: ['message'],
+  // No `required`: fast-json-stringify writes required properties first, which would turn
+  // Layout A's `{"status","message"}` into `{"message","status"}` on the wire.
   additionalProperties: true,
 } as const;
 
