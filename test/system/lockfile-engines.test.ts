@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 // npm's own range semantics; semver comes with the toolchain (jest and sequelize-cli depend on it).
-const semver = require('semver') as { satisfies(version: string, range: string): boolean };
+const semver = require('semver') as { satisfies(version: string, range: string): boolean; minVersion(range: string): { version: string } };
 
 interface LockEntry {
   engines?: { node?: string } | string[];
@@ -18,8 +18,11 @@ function refusing(version: string): string[] {
     .map(([name, entry]) => `${name} (node ${(entry.engines as { node: string }).node})`);
 }
 
+// The oldest Node the package's own `engines` admits must install cleanly too.
+const oldestSupported = semver.minVersion((lock.packages[''] as { engines: { node: string } }).engines.node).version;
+
 describe('package-lock.json installs without EBADENGINE', () => {
-  it.each([process.version, '22.0.0'])('when npm ci runs on Node %s, then no package asks for another Node', (version) => {
+  it.each([process.version, oldestSupported, '22.0.0'])('when npm ci runs on Node %s, then no package asks for another Node', (version) => {
     expect(refusing(version)).toEqual([]);
   });
 });
