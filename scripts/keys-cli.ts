@@ -3,32 +3,13 @@ import { QueryTypes } from 'sequelize';
 import { hashApiToken } from '../services/api/src/users/api-token';
 import { InvalidScopesError } from '../services/api/src/users/errors';
 import { generateServiceKey, GRANTABLE_SCOPES, parseScopes } from '../services/api/src/users/service-key';
-import { announceCredentialChange, CredentialChange } from '../shared/auth/credential-changes';
-import { Config, ConfigError, loadConfig } from '../shared/config';
-import { createDatabase, Database } from '../shared/db';
+import { CliIo, CommandError, DatabaseCommand, defaultIo, runAsMain, runDatabaseCli, UsageError } from './cli-support';
 
 const USAGE = `usage:
   npm run keys -- create --name NAME --scopes S1,S2   create a service key and print {"id":..,"key":"sk_..","scopes":[..]}
   npm run keys -- list                                one JSON line per key (never the key itself)
   npm run keys -- revoke --id ID                      the key stops working at once
 scopes: ${GRANTABLE_SCOPES.join(', ')} (* = all)`;
-
-/** A mistake in the command line: printed with the usage, exit code 2. */
-class UsageError extends Error {}
-/** The command could not be carried out: printed alone, exit code 1. */
-class CommandError extends Error {}
-
-export interface CliIo {
-  env: NodeJS.ProcessEnv;
-  stdout(line: string): void;
-  stderr(line: string): void;
-}
-
-const defaultIo: CliIo = {
-  env: process.env,
-  stdout: (line) => process.stdout.write(line + '\n'),
-  stderr: (line) => process.stderr.write(line + '\n'),
-};
 
 /**
  * Manages service keys (DESIGN §4): credentials of other services and operators, sent as
@@ -38,46 +19,12 @@ const defaultIo: CliIo = {
  * @param argv - the arguments after the script name, e.g. `['create', '--name', 'billing', '--scopes', 'webhooks:send']`
  * @returns the exit code: 0 done, 1 failed (e.g. unknown key, database down), 2 bad arguments
  */
-export async function runKeysCli(argv: string[], io: CliIo = defaultIo): Promise<number> {
-  try {
-    const [command, ...rest] = argv;
-    if (command === '--help' || command === '-h' || command === 'help') {
-      io.stdout(USAGE);
-      return 0;
-    }
-    const action = COMMANDS[command ?? ''];
-    if (!action) throw new UsageError(command ? `unknown command "${command}"` : 'missing command');
-    const run = action(rest);
-    const config = loadConfig(io.env, 'cli');
-    const db = createDatabase(config.databaseUrl, { poolMax: 1 });
-    try {
-      await db.ping().catch((err: Error) => {
-        throw new CommandError(`cannot reach PostgreSQL (DATABASE_URL): ${err.message}`);
-      });
-      const { lines, change } = await run(db);
-      for (const line of lines) io.stdout(JSON.stringify(line));
-      if (change) await announce(config, change, io);
-    } finally {
-      await db.close();
-    }
-    return 0;
-  } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`error: ${err.message}\n${USAGE}`);
-      return 2;
-    }
-    if (err instanceof CommandError || err instanceof ConfigError) {
-      io.stderr(`error: ${err.message}`);
-      return 1;
-    }
-    throw err;
-  }
+export function runKeysCli(argv: string[], io: CliIo = defaultIo): Promise<number> {
+  return runDatabaseCli({ usage: USAGE, commands: COMMANDS }, argv, io);
 }
 
-/** Checks the command line at once (so a typo never costs a connection), then returns the work. */
-type Command = (args: string[]) => (db: Database) => Promise<{ lines: object[]; change?: CredentialChange }>;
-
-const COMMANDS: Record<string, Command> = {
+// Each command checks its arguments at once, so a typo never costs a connection.
+const COMMANDS: Record<string, DatabaseCommand> = {
   create(args) {
     const { name, scopes: rawScopes } = parse(args, { name: { type: 'string' }, scopes: { type: 'string' } });
     if (!name?.trim()) throw new UsageError('--name is required');
@@ -135,19 +82,6 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
-/**
- * Tells running api processes to drop what they cached about the key (DESIGN §4). The change
- * is already committed; should Redis be away, processes whose subscription is down read
- * PostgreSQL anyway, and cached entries expire within a minute, which the warning says.
- */
-async function announce(config: Config, change: CredentialChange, io: CliIo): Promise<void> {
-  try {
-    await announceCredentialChange(config, config.redisPrefix, change);
-  } catch (err) {
-    io.stderr(`warning: saved, but running api processes could not be told (Redis: ${(err as Error).message}); they stop accepting the old credential within 60 s`);
-  }
-}
-
 function parse<T extends Record<string, { type: 'string' }>>(args: string[], options: T) {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: false }).values as { [K in keyof T]?: string };
@@ -156,12 +90,4 @@ function parse<T extends Record<string, { type: 'string' }>>(args: string[], opt
   }
 }
 
-if (require.main === module) {
-  runKeysCli(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err) => {
-      process.stderr.write(`error: ${(err as Error).message}\n`);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsMain(runKeysCli);

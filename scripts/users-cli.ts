@@ -1,31 +1,13 @@
 import { parseArgs } from 'node:util';
 import { QueryTypes, UniqueConstraintError } from 'sequelize';
 import { generateApiToken, hashApiToken } from '../services/api/src/users/api-token';
-import { announceCredentialChange, CredentialChange } from '../shared/auth/credential-changes';
-import { Config, ConfigError, loadConfig } from '../shared/config';
-import { createDatabase, Database } from '../shared/db';
+import { Database } from '../shared/db';
+import { CliIo, CommandError, DatabaseCommand, defaultIo, runAsMain, runDatabaseCli, UsageError } from './cli-support';
 
 const USAGE = `usage:
   npm run users -- create --name NAME --email EMAIL [--quota N]   create a user and print {"user_id":..,"token":".."}
   npm run users -- token --user-id N                              issue a new token (the old one stops working)
   npm run users -- revoke --user-id N                             remove the user's token`;
-
-/** A mistake in the command line: printed with the usage, exit code 2. */
-class UsageError extends Error {}
-/** The command could not be carried out: printed alone, exit code 1. */
-class CommandError extends Error {}
-
-export interface CliIo {
-  env: NodeJS.ProcessEnv;
-  stdout(line: string): void;
-  stderr(line: string): void;
-}
-
-const defaultIo: CliIo = {
-  env: process.env,
-  stdout: (line) => process.stdout.write(line + '\n'),
-  stderr: (line) => process.stderr.write(line + '\n'),
-};
 
 /**
  * Manages API users and their bearer tokens (DESIGN §4). Only the sha256 of a token is
@@ -36,46 +18,13 @@ const defaultIo: CliIo = {
  * @param argv - the arguments after the script name, e.g. `['create', '--name', 'Ann', '--email', 'a@example.com']`
  * @returns the exit code: 0 done, 1 failed (e.g. unknown user, duplicate email, database down), 2 bad arguments
  */
-export async function runUsersCli(argv: string[], io: CliIo = defaultIo): Promise<number> {
-  try {
-    const [command, ...rest] = argv;
-    if (command === '--help' || command === '-h' || command === 'help') {
-      io.stdout(USAGE);
-      return 0;
-    }
-    const action = COMMANDS[command ?? ''];
-    if (!action) throw new UsageError(command ? `unknown command "${command}"` : 'missing command');
-    const config = loadConfig(io.env, 'cli');
-    const db = createDatabase(config.databaseUrl, { poolMax: 1 });
-    try {
-      await db.ping().catch((err: Error) => {
-        throw new CommandError(`cannot reach PostgreSQL (DATABASE_URL): ${err.message}`);
-      });
-      const { line, change } = await action(db, rest);
-      io.stdout(JSON.stringify(line));
-      if (change) await announce(config, change, io);
-    } finally {
-      await db.close();
-    }
-    return 0;
-  } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`error: ${err.message}\n${USAGE}`);
-      return 2;
-    }
-    if (err instanceof CommandError || err instanceof ConfigError) {
-      io.stderr(`error: ${err.message}`);
-      return 1;
-    }
-    throw err;
-  }
+export function runUsersCli(argv: string[], io: CliIo = defaultIo): Promise<number> {
+  return runDatabaseCli({ usage: USAGE, commands: COMMANDS }, argv, io);
 }
 
-/** What a command prints, and the credential change running api processes must hear of. */
-type Command = (db: Database, args: string[]) => Promise<{ line: object; change?: CredentialChange }>;
-
-const COMMANDS: Record<string, Command> = {
-  async create(db, args) {
+// The arguments are checked once connected: a database down is reported before a typo.
+const COMMANDS: Record<string, DatabaseCommand> = {
+  create: (args) => async (db) => {
     const { name, email, quota } = parse(args, { name: { type: 'string' }, email: { type: 'string' }, quota: { type: 'string' } });
     if (!name?.trim()) throw new UsageError('--name is required');
     if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError('--email must be an email address');
@@ -89,7 +38,7 @@ const COMMANDS: Record<string, Command> = {
           'INSERT INTO users (user_name, user_email, api_token_hash, quota_limit) VALUES ($1, $2, $3, $4) RETURNING user_id',
           { bind: [name.trim(), email, hashApiToken(token), quotaLimit], type: QueryTypes.SELECT },
         );
-        return { line: { user_id: row.user_id, token } };
+        return { lines: [{ user_id: row.user_id, token }] };
       } catch (err) {
         if (!(err instanceof UniqueConstraintError)) throw err;
         if ((err.parent as { constraint?: string }).constraint !== 'users_pkey') {
@@ -99,32 +48,19 @@ const COMMANDS: Record<string, Command> = {
     }
   },
 
-  async token(db, args) {
+  token: (args) => async (db) => {
     const userId = userIdOption(args);
     const token = generateApiToken();
     await setTokenHash(db, userId, hashApiToken(token));
-    return { line: { user_id: userId, token }, change: { kind: 'user', userId } };
+    return { lines: [{ user_id: userId, token }], change: { kind: 'user', userId } };
   },
 
-  async revoke(db, args) {
+  revoke: (args) => async (db) => {
     const userId = userIdOption(args);
     await setTokenHash(db, userId, null);
-    return { line: { user_id: userId, revoked: true }, change: { kind: 'user', userId } };
+    return { lines: [{ user_id: userId, revoked: true }], change: { kind: 'user', userId } };
   },
 };
-
-/**
- * Tells running api processes to drop what they cached about the user (DESIGN §4). The change
- * is already committed; should Redis be away, processes whose subscription is down read
- * PostgreSQL anyway, and cached entries expire within a minute, which the warning says.
- */
-async function announce(config: Config, change: CredentialChange, io: CliIo): Promise<void> {
-  try {
-    await announceCredentialChange(config, config.redisPrefix, change);
-  } catch (err) {
-    io.stderr(`warning: saved, but running api processes could not be told (Redis: ${(err as Error).message}); they stop accepting the old credential within 60 s`);
-  }
-}
 
 function parse<T extends Record<string, { type: 'string' }>>(args: string[], options: T) {
   try {
@@ -155,12 +91,4 @@ async function setTokenHash(db: Database, userId: number, hash: string | null): 
   if (rows.length === 0) throw new CommandError(`no user with id ${userId}`);
 }
 
-if (require.main === module) {
-  runUsersCli(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err) => {
-      process.stderr.write(`error: ${(err as Error).message}\n`);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runAsMain(runUsersCli);
