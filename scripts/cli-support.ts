@@ -56,7 +56,8 @@ export async function runDatabaseCli(
       io.stdout(cli.usage);
       return 0;
     }
-    const prepare = cli.commands[command ?? ''];
+    // Own commands only: `toString` and friends are inherited by every object, not commands.
+    const prepare = command !== undefined && Object.hasOwn(cli.commands, command) ? cli.commands[command] : undefined;
     if (!prepare) throw new UsageError(command ? `unknown command "${command}"` : 'missing command');
     const work = prepare(rest);
     const config = loadConfig(io.env, 'cli');

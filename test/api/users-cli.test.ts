@@ -71,6 +71,7 @@ describe('users CLI (DESIGN §4)', () => {
   it.each([
     [[], /missing command/],
     [['delete'], /unknown command "delete"/],
+    [['toString'], /unknown command "toString"/],
     [['create', '--email', 'x@example.com'], /--name is required/],
     [['create', '--name', 'X', '--email', 'not-an-email'], /--email must be an email address/],
     [['create', '--name', 'X', '--email', 'x@example.com', '--quota', 'many'], /--quota must be a non-negative integer/],
