@@ -232,18 +232,8 @@ export function presentEndpoint(row: WebhookEndpoint): EndpointView {
   };
 }
 
-interface EndpointRow {
-  id: number;
-  url: string;
-  events: string[];
-  description: string | null;
-  active: boolean;
-  disabled_reason: string | null;
-  user_id: number | null;
-  created_at: Date;
-  updated_at: Date;
-  created_at_micros: string;
-}
+/** A webhook_endpoints row as the list query reads it: the view's fields, with timestamps as Dates. */
+type EndpointRow = Omit<EndpointView, 'created_at' | 'updated_at'> & { created_at: Date; updated_at: Date; created_at_micros: string };
 
 function presentEndpointRow(row: EndpointRow): EndpointView {
   return {
