@@ -1,5 +1,6 @@
 import { QueryTypes } from 'sequelize';
 import { runKeysCli } from '../../scripts/keys-cli';
+import { processEnv } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { countPosts } from './support/rows';
@@ -97,7 +98,7 @@ describe('Idempotency-Key', () => {
   it('when a service key sends a webhook twice with one key, then one delivery is made and its id answered twice', async () => {
     const lines: string[] = [];
     await runKeysCli(['create', '--name', 'sender', '--scopes', 'webhooks:send'], {
-      env: { DATABASE_URL: harness.env.databaseUrl, REDIS_URL: harness.env.redisUrl, REDIS_PREFIX: harness.env.redisPrefix, NODE_ENV: 'test' },
+      env: processEnv(harness.env),
       stdout: (line) => lines.push(line),
       stderr: () => undefined,
     });

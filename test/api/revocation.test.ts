@@ -2,7 +2,7 @@ import { runKeysCli } from '../../scripts/keys-cli';
 import { runUsersCli } from '../../scripts/users-cli';
 import { announceCredentialChange } from '../../shared/auth/credential-changes';
 import { createDatabase, Database } from '../../shared/db';
-import { createTestEnvironment, TestEnvironment } from '../support/environment';
+import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
 import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
 
@@ -16,7 +16,7 @@ describe('revocation across api processes', () => {
   let db: Database;
   const apis: { process: ServiceProcess; port: number }[] = [];
 
-  const cliEnv = () => ({ DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix, NODE_ENV: 'test' });
+  const cliEnv = () => processEnv(env);
   const quiet = { get env() { return cliEnv(); }, stdout: () => undefined, stderr: () => undefined };
 
   async function status(port: number, url: string, headers: Record<string, string>): Promise<number> {

@@ -2,6 +2,7 @@ import { QueryTypes } from 'sequelize';
 import type { FastifyPluginAsync } from 'fastify';
 import { runKeysCli } from '../../scripts/keys-cli';
 import type { ApiRoutes } from '../../services/api/src/routes/api-routes';
+import { processEnv } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 
@@ -23,7 +24,7 @@ describe('service keys (DESIGN §4)', () => {
     const stdout: string[] = [];
     const stderr: string[] = [];
     const code = await runKeysCli(argv, {
-      env: { DATABASE_URL: harness.env.databaseUrl, REDIS_URL: harness.env.redisUrl, REDIS_PREFIX: harness.env.redisPrefix, NODE_ENV: 'test' },
+      env: processEnv(harness.env),
       stdout: (line) => stdout.push(line),
       stderr: (line) => stderr.push(line),
     });

@@ -1,5 +1,6 @@
 import { runUsersCli } from '../../scripts/users-cli';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
+import { processEnv } from '../support/environment';
 import { findUser } from './support/rows';
 
 describe('users CLI (DESIGN §4)', () => {
@@ -10,7 +11,7 @@ describe('users CLI (DESIGN §4)', () => {
     const stdout: string[] = [];
     const stderr: string[] = [];
     const code = await runUsersCli(argv, {
-      env: { DATABASE_URL: harness.env.databaseUrl, REDIS_URL: harness.env.redisUrl, REDIS_PREFIX: harness.env.redisPrefix, NODE_ENV: 'test' },
+      env: processEnv(harness.env),
       stdout: (line) => stdout.push(line),
       stderr: (line) => stderr.push(line),
     });

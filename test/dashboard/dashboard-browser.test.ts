@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { BrowserContext, Page, chromium } from 'playwright-core';
-import { createTestEnvironment, TestEnvironment } from '../support/environment';
+import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { freePort, ROOT, ServiceProcess, startService, waitFor } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 
@@ -83,17 +83,13 @@ describe('the dashboard in Chromium', () => {
     flakyEndpointId = await addEndpoint(`${peer.url}/hooks/flaky`, HOSTILE_DESCRIPTION);
 
     const [apiPort, apiBPort, workerPort] = [await freePort(), await freePort(), await freePort()];
-    const shared = {
-      NODE_ENV: 'test',
+    const shared = processEnv(env, {
       LOG_LEVEL: 'warn',
       HOST: '127.0.0.1',
-      DATABASE_URL: env.databaseUrl,
-      REDIS_URL: env.redisUrl,
-      REDIS_PREFIX: env.redisPrefix,
       WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1',
       OUTBOX_RELAY_INTERVAL_MS: '200',
       WORKER_SHUTDOWN_TIMEOUT_MS: '5000',
-    };
+    });
     // Each started process is tracked at once, so afterAll stops it even when a sibling failed.
     const start = async (name: string, script: string, env: Record<string, string>, port: number) => {
       services.push(await startService(name, script, { ...shared, ...env }, port, STARTUP_MS));

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client } from 'pg';
-import { createTestEnvironment, TestEnvironment } from '../support/environment';
+import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { freePort, runScript, ServiceProcess, startService, waitFor } from '../support/processes';
 
 /**
@@ -33,19 +33,15 @@ describe('the whole system, end to end', () => {
     db = new Client({ connectionString: env.databaseUrl });
     await db.connect();
     ports = { apiA: await freePort(), apiB: await freePort(), receiver: await freePort(), worker: await freePort() };
-    shared = {
-      NODE_ENV: 'test',
+    shared = processEnv(env, {
       LOG_LEVEL: 'warn',
       HOST: '127.0.0.1',
-      DATABASE_URL: env.databaseUrl,
-      REDIS_URL: env.redisUrl,
-      REDIS_PREFIX: env.redisPrefix,
       RECEIVER_SECRET: secret,
       WEBHOOK_RETRY_SCHEDULE: '0.2,0.5,1',
       OUTBOX_RELAY_INTERVAL_MS: '200',
       WORKER_SHUTDOWN_TIMEOUT_MS: '5000',
       WORKER_LOCK_DURATION_MS: '2000',
-    };
+    });
     await db.query(
       `INSERT INTO users (user_id, user_name, user_email, api_token_hash)
        VALUES (1, 'writer', 'writer@example.com', $1)`,

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { createTestEnvironment, TestEnvironment } from '../support/environment';
+import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 
@@ -35,15 +35,7 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT, the api and the worker export one tr
     await db.query(`INSERT INTO webhook_endpoints (url, secret, events) VALUES ($1, 'exported-trace-secret', '{post.created}')`, [`${peer.url}/hooks`]);
     apiPort = await freePort();
     const workerPort = await freePort();
-    const shared = {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-      DATABASE_URL: env.databaseUrl,
-      REDIS_URL: env.redisUrl,
-      REDIS_PREFIX: env.redisPrefix,
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-    };
+    const shared = processEnv(env, { LOG_LEVEL: 'warn', HOST: '127.0.0.1', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
     // Each is kept as soon as it is up, so afterAll stops it even when the other failed.
     await Promise.all([
       startService('api-b', 'dist/services/api/src/server.js', { ...shared, API_LAYOUT: 'b', PORT: String(apiPort) }, apiPort, START_TIMEOUT_MS).then(

@@ -4,7 +4,7 @@ import { buildApp as buildReceiver } from '../../services/receiver/src/app';
 import { hashApiToken } from '../../services/api/src/users/api-token';
 import { createDatabase, Database } from '../../shared/db';
 import { WebhookRequest } from '../../shared/webhook';
-import { createTestEnvironment, TestEnvironment } from '../support/environment';
+import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
 import { freePort, ServiceProcess, startService } from '../support/processes';
 
@@ -30,7 +30,7 @@ describe('receiver: user webhooks revoke credentials in every api process', () =
     receiverUrl = `http://127.0.0.1:${(receiver.server.address() as AddressInfo).port}`;
     for (const layout of ['a', 'b']) {
       const port = await freePort();
-      const variables = { DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix, NODE_ENV: 'test' };
+      const variables = processEnv(env);
       const process = await startService(
         `api-${layout}`,
         'dist/services/api/src/server.js',

@@ -57,6 +57,17 @@ export async function createTestEnvironment(
   };
 }
 
+/**
+ * The variables a process the test spawns (a service or a CLI) needs to use the test's own
+ * database and Redis prefix, with NODE_ENV=test; `extra` adds or overrides.
+ */
+export function processEnv(
+  env: Pick<TestEnvironment, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return { NODE_ENV: 'test', DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix, ...extra };
+}
+
 async function withAdmin<T>(url: string, work: (admin: Client) => Promise<T>): Promise<T> {
   const admin = new Client({ connectionString: url });
   await admin.connect();

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { runWebhookCli } from '../../scripts/webhook-cli';
 import { signHex } from '../../shared/webhook';
-import { type TestEnvironment, createTestEnvironment } from '../support/environment';
+import { type TestEnvironment, createTestEnvironment, processEnv } from '../support/environment';
 import { ROOT, freePort } from '../support/processes';
 import { type RecordingServer, startRecordingServer } from '../support/recording-server';
 import { createProducer, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
@@ -79,7 +79,7 @@ describe('npm run webhook -- send --queue', () => {
 
   beforeAll(async () => {
     env = await createTestEnvironment({}, 'worker');
-    cliEnv = { NODE_ENV: 'test', DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix };
+    cliEnv = processEnv(env);
   });
 
   beforeEach(async () => {
