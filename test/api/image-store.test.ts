@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { UploadDirectoryError } from '../../services/api/src/images/errors';
 import { createImageStore } from '../../services/api/src/images/image-store';
+import { ROOT } from '../support/processes';
 
 describe('image store directory (UPLOAD_DIR)', () => {
   let root: string;
@@ -27,5 +30,22 @@ describe('image store directory (UPLOAD_DIR)', () => {
 
   it('when the filesystem refuses the directory, then start-up fails instead of hanging', () => {
     expect(() => createImageStore('/proc/no-uploads-here')).toThrow(UploadDirectoryError);
+  });
+
+  it('when several processes create the same missing directory at once, then every one starts', async () => {
+    const module = path.join(ROOT, 'dist/services/api/src/images/image-store.js');
+    for (const round of [1, 2, 3]) {
+      const directory = path.join(root, `round-${round}`, 'storage', 'uploads');
+      const codes = await Promise.all(
+        Array.from({ length: 6 }, async () => {
+          const child = spawn(process.execPath, ['-e', `require(${JSON.stringify(module)}).createImageStore(${JSON.stringify(directory)})`], {
+            stdio: 'ignore',
+          });
+          const [code] = await once(child, 'exit');
+          return code;
+        }),
+      );
+      expect(codes).toEqual([0, 0, 0, 0, 0, 0]);
+    }
   });
 });

@@ -51,7 +51,8 @@ export function createImageStore(uploadDir: string): ImageStore {
 
 /**
  * Creates the missing directories one level at a time: Node's recursive mkdir never returns
- * on some filesystems (e.g. under /proc), and a start-up must fail, not hang.
+ * on some filesystems (e.g. under /proc), and a start-up must fail, not hang. A level that
+ * another process created meanwhile is fine.
  */
 function ensureWritableDirectory(directory: string): void {
   const missing: string[] = [];
@@ -64,6 +65,13 @@ function ensureWritableDirectory(directory: string): void {
       missing.unshift(current);
     }
   }
-  for (const level of missing) mkdirSync(level);
+  for (const level of missing) {
+    try {
+      mkdirSync(level);
+    } catch (error) {
+      // Another process starting beside this one (api-a and api-b) may create it first.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(level).isDirectory()) throw error;
+    }
+  }
   accessSync(directory, constants.W_OK);
 }
