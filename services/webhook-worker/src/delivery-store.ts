@@ -1,6 +1,7 @@
 import { BaseError, ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import type { DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
+import { PreparedStatement, runPrepared } from '../../../shared/db/prepared-statement';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
@@ -70,6 +71,7 @@ export interface DeliveryStore {
    * endpoint's health (`failing_since`), and when the endpoint is disabled (410 Gone, or
    * failing with no success for WEBHOOK_DISABLE_AFTER_S) its `disabled_reason` plus one
    * `endpoint.disabled` delivery per subscribed active operator endpoint (the outbox).
+   * Successes of concurrent jobs share one statement.
    */
   recordAttempt(record: AttemptRecord): Promise<RecordResult>;
   /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
@@ -95,7 +97,9 @@ interface ClaimRow {
 }
 
 // $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery).
-const CLAIM_BATCH_SQL = `
+const CLAIM_BATCH: PreparedStatement = {
+  name: 'webhook_worker_claim',
+  text: `
   WITH c AS (
     SELECT * FROM unnest($1::text[], $2::boolean[]) AS c(id, one_shot)
   ), d AS (
@@ -108,7 +112,8 @@ const CLAIM_BATCH_SQL = `
   )
   SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
-    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`;
+    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`,
+};
 
 const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 /** The webhook-id format of newWebhookId(), drawn by PostgreSQL: msg_ + base64url of a random UUID's bytes. */
@@ -123,7 +128,9 @@ const DISABLES = `e.active AND ($10::text IS NOT NULL OR (NOT $9::boolean
 // first failure after a success and the first success after a failure do. A duplicate
 // attempt number (a job re-run after a crash mid-record) is ignored. The notice's body is
 // the DESIGN §7 envelope, built here so it commits with the disable.
-const RECORD_SQL = `
+const RECORD: PreparedStatement = {
+  name: 'webhook_worker_record',
+  text: `
   WITH attempt AS (
     INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body)
     VALUES ($1, $2, $3::int, $4::text, $5, $6::text)
@@ -158,7 +165,32 @@ const RECORD_SQL = `
            delivered_at = CASE WHEN $7::text = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
      WHERE id = $1
   )
-  SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason`;
+  SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason`,
+};
+
+// The common case, a 2xx, for a batch of attempts at once: $1..$6 one array entry per
+// attempt. A success never disables an endpoint; it only ends the failing streak of an
+// endpoint that had one, a write made once per endpoint row whatever the batch holds.
+const RECORD_SUCCESSES: PreparedStatement = {
+  name: 'webhook_worker_record_successes',
+  text: `
+  WITH r AS (
+    SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::text[], $6::int[])
+      AS r(delivery_id, attempt_number, status_code, duration_ms, response_body, endpoint_id)
+  ), attempt AS (
+    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, duration_ms, response_body)
+    SELECT delivery_id, attempt_number, status_code, duration_ms, response_body FROM r
+    ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+  ), health AS (
+    UPDATE webhook_endpoints e SET failing_since = NULL
+     WHERE e.id IN (SELECT endpoint_id FROM r) AND e.failing_since IS NOT NULL
+  )
+  UPDATE webhook_deliveries w
+     SET status = 'succeeded', attempts = GREATEST(w.attempts, r.attempt_number), next_attempt_at = NULL,
+         last_status_code = r.status_code, last_error = NULL, one_shot = false, delivered_at = now(), updated_at = now()
+    FROM r
+   WHERE w.id = r.delivery_id`,
+};
 
 function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
   return {
@@ -196,37 +228,56 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * The worker's SQL: two statements per attempt (claim, record), nothing more on the hot path.
+ * The worker's SQL, on prepared statements: per attempt a claim and a record, each shared
+ * with the concurrent jobs of this process (group commit) where the statement allows it.
  *
  * @param options.disableAfterS - WEBHOOK_DISABLE_AFTER_S
  */
 export function createDeliveryStore(sequelize: Sequelize, options: { disableAfterS: number }): DeliveryStore {
   const disableAfterS = options.disableAfterS;
-  // Claims of concurrent jobs go to PostgreSQL together, one statement per batch (group commit).
-  const claims = createGroupCommit<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    try {
-      const rows = await sequelize.query<ClaimRow>(CLAIM_BATCH_SQL, {
-        bind: [batch.map((claim) => claim.deliveryId), batch.map((claim) => claim.oneShot)],
-        type: QueryTypes.SELECT,
-      });
-      const claimed = new Map(rows.map((row) => [row.id, toClaimedDelivery(row)]));
-      return batch.map((claim) => ({ ok: true, value: claimed.get(claim.deliveryId) ?? null }));
-    } catch (error) {
-      // PostgreSQL away fails every claim alike; any other error (a deadlock between two
-      // workers' batches) is retried claim by claim, so it reaches only its own job.
-      if (batch.length === 1 || isDatabaseUnavailable(error)) throw error;
-      return Promise.all(
-        batch.map(async ({ deliveryId, oneShot }) => {
-          try {
-            const [row] = await sequelize.query<ClaimRow>(CLAIM_BATCH_SQL, { bind: [[deliveryId], [oneShot]], type: QueryTypes.SELECT });
-            return { ok: true as const, value: row ? toClaimedDelivery(row) : null };
-          } catch (alone) {
-            return { ok: false as const, error: alone };
-          }
-        }),
-      );
-    }
+
+  /**
+   * Runs a batch as one statement; should it fail for another reason than PostgreSQL being
+   * away (a deadlock between two workers' batches), each item is tried alone, so an error
+   * reaches only its own job.
+   */
+  function batched<I, R>(run: (items: I[]) => Promise<R[]>) {
+    return createGroupCommit<I, R>(async (batch) => {
+      try {
+        return (await run(batch)).map((value) => ({ ok: true as const, value }));
+      } catch (error) {
+        if (batch.length === 1 || isDatabaseUnavailable(error)) throw error;
+        return Promise.all(
+          batch.map(async (item) => {
+            try {
+              return { ok: true as const, value: (await run([item]))[0] };
+            } catch (alone) {
+              return { ok: false as const, error: alone };
+            }
+          }),
+        );
+      }
+    });
+  }
+
+  const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
+    const rows = await runPrepared<ClaimRow>(sequelize, CLAIM_BATCH, [batch.map((claim) => claim.deliveryId), batch.map((claim) => claim.oneShot)]);
+    const claimed = new Map(rows.map((row) => [row.id, toClaimedDelivery(row)]));
+    return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
+
+  const successes = batched<AttemptRecord, RecordResult>(async (batch) => {
+    await runPrepared(sequelize, RECORD_SUCCESSES, [
+      batch.map((record) => record.deliveryId),
+      batch.map((record) => record.attemptNumber),
+      batch.map((record) => record.statusCode),
+      batch.map((record) => record.durationMs),
+      batch.map((record) => storableText(record.response)),
+      batch.map((record) => record.endpointId),
+    ]);
+    return batch.map(() => ({ noticeIds: [], disabledReason: null }));
+  });
+
   return {
     claim: (deliveryId, oneShot) => claims.submit({ deliveryId, oneShot }),
 
@@ -246,24 +297,21 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     },
 
     async recordAttempt(record) {
-      const rows = await sequelize.query<{ notice_ids: string[] | null; disabled_reason: string | null }>(RECORD_SQL, {
-        bind: [
-          record.deliveryId,
-          record.attemptNumber,
-          record.statusCode,
-          record.error,
-          record.durationMs,
-          // PostgreSQL text cannot hold NUL; a binary answer keeps the rest of its excerpt.
-          record.response?.replace(/\u0000/g, '') ?? null,
-          record.status,
-          record.nextAttemptAt,
-          record.succeeded,
-          record.goneReason,
-          disableAfterS,
-          record.endpointId,
-        ],
-        type: QueryTypes.SELECT,
-      });
+      if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) return successes.submit(record);
+      const rows = await runPrepared<{ notice_ids: string[] | null; disabled_reason: string | null }>(sequelize, RECORD, [
+        record.deliveryId,
+        record.attemptNumber,
+        record.statusCode,
+        record.error,
+        record.durationMs,
+        storableText(record.response),
+        record.status,
+        record.nextAttemptAt,
+        record.succeeded,
+        record.goneReason,
+        disableAfterS,
+        record.endpointId,
+      ]);
       return { noticeIds: rows[0]?.notice_ids ?? [], disabledReason: rows[0]?.disabled_reason ?? null };
     },
 
@@ -275,4 +323,9 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       );
     },
   };
+}
+
+/** PostgreSQL text cannot hold NUL; a binary answer keeps the rest of its excerpt. */
+function storableText(text: string | null): string | null {
+  return text?.replace(/\u0000/g, '') ?? null;
 }
