@@ -1,0 +1,98 @@
+import { createDeliveryStore, AttemptRecord, DeliveryStore } from '../../services/webhook-worker/src/delivery-store';
+import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { Producer, addEndpoint, createProducer, deliveryRows, recordEvent, resetAndClose } from './support/harness';
+
+/** A 2xx attempt as the processor records it. */
+function success(deliveryId: string, endpointId: number, response = 'ok'): AttemptRecord {
+  return {
+    deliveryId,
+    attemptNumber: 1,
+    statusCode: 200,
+    error: null,
+    durationMs: 7,
+    response,
+    status: 'succeeded',
+    nextAttemptAt: null,
+    endpointId,
+    succeeded: true,
+    goneReason: null,
+  };
+}
+
+describe('webhook worker: the delivery store records concurrent attempts together', () => {
+  let env: TestEnvironment;
+  let producer: Producer;
+  let store: DeliveryStore;
+  let endpoint: { id: number };
+
+  beforeAll(async () => {
+    env = await createTestEnvironment({}, 'worker');
+  });
+
+  beforeEach(async () => {
+    producer = createProducer(env.config);
+    store = createDeliveryStore(producer.db.sequelize, { disableAfterS: 3600 });
+    endpoint = await addEndpoint(producer.db, 'http://127.0.0.1:9/hook', { events: ['post.created'] });
+  });
+
+  afterEach(async () => {
+    await resetAndClose(producer);
+  });
+
+  afterAll(async () => {
+    await env.cleanup();
+  });
+
+  async function claimAll(count: number): Promise<string[]> {
+    for (let i = 0; i < count; i++) await recordEvent(producer, 'post.created');
+    const ids = (await deliveryRows(producer.db)).map((row) => row.id);
+    const claimed = await Promise.all(ids.map((id) => store.claim(id, false)));
+    expect(claimed.map((delivery) => delivery?.id)).toEqual(ids);
+    return ids;
+  }
+
+  it('When many attempts succeed at once, then each delivery is succeeded with its own attempt row and the endpoint is healthy again', async () => {
+    const ids = await claimAll(30);
+    await producer.db.sequelize.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '1 minute' WHERE id = $1`, {
+      bind: [endpoint.id],
+    });
+
+    const results = await Promise.all(ids.map((id) => store.recordAttempt(success(id, endpoint.id, `answer of ${id}`))));
+
+    expect(results).toEqual(ids.map(() => ({ noticeIds: [], disabledReason: null })));
+    const rows = await deliveryRows(producer.db);
+    for (const row of rows) {
+      expect(row).toMatchObject({ status: 'succeeded', attempts: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null });
+      expect(row.deliveredAt).toBeInstanceOf(Date);
+    }
+    const attempts = await producer.db.models.WebhookAttempt.findAll({ order: [['deliveryId', 'ASC']] });
+    expect(attempts.map((attempt) => [attempt.deliveryId, attempt.attemptNumber, attempt.statusCode, attempt.responseBody])).toEqual(
+      [...ids].sort().map((id) => [id, 1, 200, `answer of ${id}`]),
+    );
+    const stored = await producer.db.models.WebhookEndpoint.findByPk(endpoint.id);
+    expect(stored?.failingSince).toBeNull();
+    expect(stored?.active).toBe(true);
+  });
+
+  it('When one delivery of a batch was deleted meanwhile, then only its own record fails and the others are recorded', async () => {
+    const ids = await claimAll(4);
+    // The first record runs alone (a batch starts at once); the other three wait and go together.
+    const gone = ids[2];
+    await producer.db.models.WebhookDelivery.destroy({ where: { id: gone } });
+
+    const settled = await Promise.allSettled(ids.map((id) => store.recordAttempt(success(id, endpoint.id))));
+
+    expect(settled.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const rows = await deliveryRows(producer.db);
+    expect(rows.map((row) => [row.id, row.status])).toEqual(ids.filter((id) => id !== gone).map((id) => [id, 'succeeded']));
+  });
+
+  it('When a recorded answer holds NUL characters, then the rest of its excerpt is stored', async () => {
+    const [id] = await claimAll(1);
+
+    await store.recordAttempt(success(id, endpoint.id, 'a\u0000b'));
+
+    const attempt = await producer.db.models.WebhookAttempt.findOne({ where: { deliveryId: id } });
+    expect(attempt?.responseBody).toBe('ab');
+  });
+});
