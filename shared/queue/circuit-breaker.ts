@@ -1,3 +1,4 @@
+import { createGroupCommit, Settled } from '../db/group-commit';
 import type { RedisClient } from '../redis';
 
 /** A circuit's state as DESIGN §6 and the endpoint stats of §11 name it. */
@@ -107,105 +108,130 @@ export interface DeliveryGateOptions {
 }
 
 // Redis's own clock (TIME) orders every worker's view of a circuit; replicas receive effects.
+// Each script serves a batch of leases: KEYS[1] the circuit index, then per lease its circuit
+// and its lease set; the leases of one call are handled in order, as separate calls would be.
 const ACQUIRE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local token, cap, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local probe = 0
-local untilMs = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
-if untilMs > 0 then
-  if now < untilMs then return {2, untilMs - now, 0} end
-  local probeUntil = tonumber(redis.call('HGET', KEYS[1], 'probe_until') or '0')
-  if probeUntil > now and redis.call('HGET', KEYS[1], 'probe') ~= token then return {3, probeUntil - now, 0} end
-  probe = 1
+local cap, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+local function acquire(circuit, leases, token)
+  local probe = 0
+  local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
+  if untilMs > 0 then
+    if now < untilMs then return {2, untilMs - now, 0} end
+    local probeUntil = tonumber(redis.call('HGET', circuit, 'probe_until') or '0')
+    if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then return {3, probeUntil - now, 0} end
+    probe = 1
+  end
+  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then return {1, 0, 0} end
+  redis.call('ZADD', leases, now + ttl, token)
+  redis.call('PEXPIRE', leases, ttl)
+  if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
+  return {0, 0, probe}
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if not redis.call('ZSCORE', KEYS[2], token) and redis.call('ZCARD', KEYS[2]) >= cap then return {1, 0, 0} end
-redis.call('ZADD', KEYS[2], now + ttl, token)
-redis.call('PEXPIRE', KEYS[2], ttl)
-if probe == 1 then redis.call('HSET', KEYS[1], 'probe', token, 'probe_until', now + ttl) end
-return {0, 0, probe}`;
+local out = {}
+for i = 1, #ARGV - 2 do
+  local decision = acquire(KEYS[2 * i], KEYS[2 * i + 1], ARGV[i + 2])
+  out[3 * i - 2], out[3 * i - 1], out[3 * i] = decision[1], decision[2], decision[3]
+end
+return out`;
 
 const RELEASE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local token, verdict, threshold = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local base, max, memory, member = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
-redis.call('ZREM', KEYS[2], token)
-local isProbe = redis.call('HGET', KEYS[1], 'probe') == token
-if verdict == 'neutral' then
-  if isProbe then redis.call('HDEL', KEYS[1], 'probe', 'probe_until') end
-  return 0
-end
-local untilMs = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
-if verdict == 'success' then
-  if redis.call('DEL', KEYS[1]) == 1 then
-    redis.call('ZREM', KEYS[3], member)
-    if untilMs > 0 then return 2 end
+local threshold, base, max, memory = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local function release(circuit, leases, token, verdict, member)
+  redis.call('ZREM', leases, token)
+  local isProbe = redis.call('HGET', circuit, 'probe') == token
+  if verdict == 'neutral' then
+    if isProbe then redis.call('HDEL', circuit, 'probe', 'probe_until') end
+    return 0
   end
+  local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
+  if verdict == 'success' then
+    if redis.call('DEL', circuit) == 1 then
+      redis.call('ZREM', KEYS[1], member)
+      if untilMs > 0 then return 2 end
+    end
+    return 0
+  end
+  if untilMs > 0 and not isProbe then return 0 end
+  local failures = redis.call('HINCRBY', circuit, 'failures', 1)
+  if isProbe or failures >= threshold then
+    local openings = redis.call('HINCRBY', circuit, 'openings', 1)
+    local duration = math.min(base * 2 ^ (openings - 1), max)
+    redis.call('HSET', circuit, 'until', now + duration, 'failures', 0)
+    redis.call('HDEL', circuit, 'probe', 'probe_until')
+    redis.call('PEXPIRE', circuit, duration + memory)
+    redis.call('ZADD', KEYS[1], now + duration, member)
+    return 1
+  end
+  redis.call('PEXPIRE', circuit, memory)
   return 0
 end
-if untilMs > 0 and not isProbe then return 0 end
-local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
-if isProbe or failures >= threshold then
-  local openings = redis.call('HINCRBY', KEYS[1], 'openings', 1)
-  local duration = math.min(base * 2 ^ (openings - 1), max)
-  redis.call('HSET', KEYS[1], 'until', now + duration, 'failures', 0)
-  redis.call('HDEL', KEYS[1], 'probe', 'probe_until')
-  redis.call('PEXPIRE', KEYS[1], duration + memory)
-  redis.call('ZADD', KEYS[3], now + duration, member)
-  return 1
+local out = {}
+for i = 1, (#ARGV - 4) / 3 do
+  local at = 4 + 3 * (i - 1)
+  out[i] = release(KEYS[2 * i], KEYS[2 * i + 1], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
 end
-redis.call('PEXPIRE', KEYS[1], memory)
-return 0`;
+return out`;
 
 type ScriptClient = RedisClient & {
-  webhookGateAcquire(circuit: string, leases: string, index: string, ...args: (string | number)[]): Promise<number[]>;
-  webhookGateRelease(circuit: string, leases: string, index: string, ...args: (string | number)[]): Promise<number>;
+  webhookGateAcquire(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  webhookGateRelease(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
 };
 
 /**
  * The per-endpoint concurrency cap and circuit breaker of DESIGN §6, shared by every worker
- * through Redis: one script call before an attempt and one after it, nothing more.
+ * through Redis: one script call before an attempt and one after it, each shared with the
+ * concurrent attempts of this process (group commit: one round trip per batch of leases).
  *
  * @param redis - a `client`-role connection (shared/redis) or a Cluster; the scripts are
- *   defined on it (EVALSHA with an EVAL fallback)
+ *   defined on it (EVALSHA with an EVAL fallback). Every key of a batch starts with the
+ *   prefix, which on a Cluster is one `{hash-tag}`, so a batch's keys share a slot.
  */
 export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOptions): DeliveryGate {
   const client = redis as ScriptClient;
   if (typeof client.webhookGateAcquire !== 'function') {
-    redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: ACQUIRE_SCRIPT });
-    redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: RELEASE_SCRIPT });
+    redis.defineCommand('webhookGateAcquire', { lua: ACQUIRE_SCRIPT });
+    redis.defineCommand('webhookGateRelease', { lua: RELEASE_SCRIPT });
   }
+  const index = circuitKeys(options.prefix, '').index;
+  const keysOf = (gateKey: string) => {
+    const keys = circuitKeys(options.prefix, gateKey);
+    return [keys.circuit, keys.leases];
+  };
+  const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
+
+  const acquires = createGroupCommit<{ gateKey: string; token: string }, GateDecision>(async (batch) => {
+    const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
+    const flat = await client.webhookGateAcquire(keys.length, ...keys, options.concurrency, options.leaseTtlMs, ...batch.map(({ token }) => token));
+    return settled(
+      batch.map((_, i): GateDecision => {
+        const [code, waitMs, probe] = flat.slice(3 * i, 3 * i + 3);
+        if (code === 0) return { granted: true, probe: probe === 1 };
+        return { granted: false, reason: code === 1 ? 'cap' : code === 2 ? 'open' : 'probing', waitMs };
+      }),
+    );
+  });
+
+  const releases = createGroupCommit<{ gateKey: string; token: string; verdict: AttemptVerdict }, CircuitChange>(async (batch) => {
+    const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
+    const changes = await client.webhookGateRelease(
+      keys.length,
+      ...keys,
+      options.breakerFailures,
+      CIRCUIT_OPEN_BASE_MS,
+      CIRCUIT_OPEN_MAX_MS,
+      CIRCUIT_MEMORY_MS,
+      ...batch.flatMap(({ gateKey, token, verdict }) => [token, verdict, gateKey]),
+    );
+    return settled(changes.map((change): CircuitChange => (change === 1 ? 'opened' : change === 2 ? 'closed' : 'none')));
+  });
+
   return {
-    async acquire(gateKey, token) {
-      const keys = circuitKeys(options.prefix, gateKey);
-      const [code, waitMs, probe] = await client.webhookGateAcquire(
-        keys.circuit,
-        keys.leases,
-        keys.index,
-        token,
-        options.concurrency,
-        options.leaseTtlMs,
-      );
-      if (code === 0) return { granted: true, probe: probe === 1 };
-      return { granted: false, reason: code === 1 ? 'cap' : code === 2 ? 'open' : 'probing', waitMs };
-    },
-    async release(gateKey, token, verdict) {
-      const keys = circuitKeys(options.prefix, gateKey);
-      const change = await client.webhookGateRelease(
-        keys.circuit,
-        keys.leases,
-        keys.index,
-        token,
-        verdict,
-        options.breakerFailures,
-        CIRCUIT_OPEN_BASE_MS,
-        CIRCUIT_OPEN_MAX_MS,
-        CIRCUIT_MEMORY_MS,
-        gateKey,
-      );
-      return change === 1 ? 'opened' : change === 2 ? 'closed' : 'none';
-    },
+    acquire: (gateKey, token) => acquires.submit({ gateKey, token }),
+    release: (gateKey, token, verdict) => releases.submit({ gateKey, token, verdict }),
   };
 }

@@ -107,6 +107,26 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
     expect(await gate.acquire(key, 'next')).toEqual({ granted: true, probe: true });
   });
 
+  it('When many attempts of one process ask and report at once, then the cap and the threshold hold as if they came one by one', async () => {
+    const key = `e:${endpoint}`;
+    const other = `e:${endpoint + 1000}`;
+
+    const decisions = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((token) => gate.acquire(token === 'e' ? other : key, `job-${token}`)));
+
+    expect(decisions.map((decision) => decision.granted)).toEqual([true, true, false, false, true]);
+    const changes = await Promise.all([
+      gate.release(key, 'job-a', 'failure'),
+      gate.release(key, 'job-b', 'failure'),
+      gate.release(other, 'job-e', 'failure'),
+      gate.release(key, 'job-x', 'failure'),
+      gate.release(key, 'job-y', 'failure'),
+    ]);
+    // The third failure of `key` opens its circuit, once; the fourth finds it open already.
+    expect(changes).toEqual(['none', 'none', 'none', 'opened', 'none']);
+    expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('open');
+    expect(await readCircuitState(redis, env.redisPrefix, endpoint + 1000)).toBe('closed');
+  });
+
   it('When deliveries have no endpoint, then their gate is the URL origin', () => {
     expect(gateKeyOf({ endpointId: 7, url: 'https://a.example/x' })).toBe('e:7');
     expect(gateKeyOf({ endpointId: null, url: 'https://a.example:443/x?y' })).toBe('o:https://a.example');
