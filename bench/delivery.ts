@@ -113,6 +113,7 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
         'The sink verifies X-Signature with our module whenever the header is present and counts each webhook-id once. Worker CPU is the worker process only; PostgreSQL, Redis and the sink share the same cores.',
         "Latency: posts are created through api layout b by autocannon at a fixed rate, with one worker running and one endpoint subscribed; the sink subtracts the event's `created_at` (set by PostgreSQL inside the creating transaction, so slightly before commit) from its receipt time. The p99 goal holds only at the asked rate: below 95 % of it achieved, the figure is marked invalid.",
         'Peak RSS: VmRSS of the api and of the worker process, sampled every 100 ms from the first post until the last webhook is received.',
+        "Our worker runs with the node options of its start command (`WORKER_NODE_FLAGS`, scripts/services.ts: V8 heap sizing); the bare workers with node's defaults.",
       ],
     };
   } finally {
