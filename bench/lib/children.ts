@@ -21,6 +21,8 @@ export interface Child {
 /** Options of {@link startChild}. */
 export interface StartOptions {
   env: NodeJS.ProcessEnv;
+  /** Options for node itself, before the script (e.g. the worker's heap settings). */
+  nodeArgs?: readonly string[];
   /** When set, the process runs with `--cpu-prof` and writes its profile into this folder. */
   cpuProfDir?: string;
   /** Open an IPC channel (for the bench's own helper processes, which report over it). */
@@ -38,9 +40,10 @@ const TAIL_LINE_CHARS = 400;
  * @param script - absolute path of a compiled .js file
  */
 export function startChild(scope: Scope, name: string, script: string, options: StartOptions): Child {
-  const execArgv = options.cpuProfDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`]
-    : [];
+  const execArgv = [
+    ...(options.nodeArgs ?? []),
+    ...(options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : []),
+  ];
   const child = spawn(process.execPath, [...execArgv, script], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env },
     stdio: options.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],

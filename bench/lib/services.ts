@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { WORKER_NODE_FLAGS } from '../../scripts/services';
 import type { SinkStats } from '../sink-receiver';
 import { Child, distPath, firstMessage, startChild, waitForHttp } from './children';
 import { freePort, getJson } from './net';
@@ -50,7 +51,8 @@ export async function startBaselineServer(scope: Scope, settings: BenchSettings,
 }
 
 /**
- * Starts one of our webhook-workers and waits until its `/ready` answers.
+ * Starts one of our webhook-workers, with the node options of its start command (`npm run
+ * start:worker`, compose), and waits until its `/ready` answers.
  *
  * @param name - names the process in errors and its CPU profile
  * @param concurrency - WORKER_CONCURRENCY; default the run's setting
@@ -72,6 +74,7 @@ export async function startWorker(
       // isolation policy, not the delivery path the baseline is compared with.
       WEBHOOK_ENDPOINT_CONCURRENCY: '1000',
     }),
+    nodeArgs: WORKER_NODE_FLAGS,
     cpuProfDir: settings.cpuProfDir,
   });
   await waitForHttp(child, `http://127.0.0.1:${port}/ready`);

@@ -21,6 +21,7 @@ const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'
   services: Record<string, ComposeService>;
 };
 const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+const packageScripts = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 const APP_SERVICES = [...SERVICES.map((service) => service.name), 'migrate'];
 
 describe('docker-compose.yml and npm start run the same system', () => {
@@ -40,6 +41,14 @@ describe('docker-compose.yml and npm start run the same system', () => {
       });
     },
   );
+
+  it.each([
+    ['start:api', 'api-a'],
+    ['start:worker', 'webhook-worker'],
+    ['start:receiver', 'receiver'],
+  ])('when `npm run %s` starts one service, then it runs the command (node options included) npm start uses', (script, name) => {
+    expect(packageScripts[script]).toBe(SERVICES.find((service) => service.name === name)?.command);
+  });
 
   it('when compose starts, then every variable it sets is one the services read', () => {
     const known = new Set([...CONFIG_VARIABLES, 'SEED_ENDPOINT_URL', 'NPM_CONFIG_UPDATE_NOTIFIER']);
