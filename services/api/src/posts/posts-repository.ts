@@ -5,6 +5,7 @@ import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
+import { rawQuery } from '../../../../shared/db/raw-query';
 import type { PostChangedData, PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -196,23 +197,25 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       return record;
     },
 
+    // The reads are the hot paths: prepared statements on a pooled connection, past Sequelize's pipeline.
     async findById(pid) {
       if (!isStorablePid(pid)) return null;
-      const [row] = await rows(`SELECT ${POST_COLUMNS} FROM posts WHERE pid = $1`, [pid]);
+      const [row] = await rawQuery<PostRow>(sequelize, { name: 'posts-find-by-id', text: `SELECT ${POST_COLUMNS} FROM posts WHERE pid = $1`, values: [pid] });
       return row ? toPostRecord(row) : null;
     },
 
     async list(limit, offset) {
       // No window count here: `count(*) OVER ()` makes PostgreSQL read and sort the whole table per page.
-      const found = await sequelize.query<PostRow>(
-        `SELECT ${POST_COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
-        { bind: [limit, offset], type: QueryTypes.SELECT, raw: true },
-      );
+      const found = await rawQuery<PostRow>(sequelize, {
+        name: 'posts-list',
+        text: `SELECT ${POST_COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
+        values: [limit, offset],
+      });
       return { posts: found.map(toPostRecord) };
     },
 
     async count() {
-      const [row] = await sequelize.query<{ count: string }>('SELECT count(*) AS count FROM posts', { type: QueryTypes.SELECT, raw: true });
+      const [row] = await rawQuery<{ count: string }>(sequelize, { name: 'posts-count', text: 'SELECT count(*) AS count FROM posts' });
       return Number(row.count);
     },
 
