@@ -1,4 +1,5 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import type { RawConnection } from '../db/raw-query';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
@@ -60,23 +61,20 @@ export interface BatchedFanOut {
 
 /**
  * {@link insertEventDeliveryJobs} for many events of one kind in one statement (group commit):
- * the envelopes are serialised here, the rows written from `unnest` arrays inside
- * `transaction`, each with its own event's traceparent.
+ * the envelopes are serialised here, the rows written from `unnest` arrays on `connection`
+ * (inside the caller's BEGIN .. COMMIT), each with its own event's traceparent.
  *
  * @returns for each event, in input order, its jobs in endpoint id order (none when nobody subscribes)
  * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
+ * @throws DatabaseError (Sequelize's) when the statement fails; see shared/db/raw-query.ts
  */
-export async function insertEventDeliveryJobsBatch(
-  sequelize: Sequelize,
-  transaction: Transaction,
-  event: string,
-  fanOuts: readonly BatchedFanOut[],
-): Promise<DeliveryJob[][]> {
+export async function insertEventDeliveryJobsBatch(connection: RawConnection, event: string, fanOuts: readonly BatchedFanOut[]): Promise<DeliveryJob[][]> {
   const bodies = fanOuts.map((fanOut) => serializeEnvelope(fanOut.data, { event, signable: true }));
   // The ids are drawn once in the CTE (it is read twice, so PostgreSQL materialises it) and
   // returned with each event's position, which RETURNING of the INSERT could not give.
-  const rows = await sequelize.query<{ id: string; endpoint_id: number; ord: string }>(
-    `WITH fan AS (
+  const rows = await connection.query<{ id: string; endpoint_id: number; ord: string }>({
+    name: 'outbox-insert-event-deliveries-batch',
+    text: `WITH fan AS (
        SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=') AS id,
               ep.id AS endpoint_id, ep.url, e.body, ep.user_id, e.traceparent, e.ord
          FROM unnest($2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS e(body, owner_id, traceparent, ord)
@@ -87,12 +85,8 @@ export async function insertEventDeliveryJobsBatch(
        SELECT id, endpoint_id, url, $1, body, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
      )
      SELECT id, endpoint_id, ord FROM fan ORDER BY ord, endpoint_id`,
-    {
-      bind: [event, bodies, fanOuts.map((fanOut) => fanOut.ownerUserId), fanOuts.map((fanOut) => fanOut.traceparent)],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
-  );
+    values: [event, bodies, fanOuts.map((fanOut) => fanOut.ownerUserId), fanOuts.map((fanOut) => fanOut.traceparent)],
+  });
   const jobs: DeliveryJob[][] = fanOuts.map(() => []);
   for (const row of rows) jobs[Number(row.ord) - 1].push({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) });
   return jobs;

@@ -1,6 +1,7 @@
 import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
+import type { RawConnection } from '../db/raw-query';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
 import { insertEventDeliveryJobs, insertEventDeliveryJobsBatch } from './fan-out';
@@ -53,13 +54,15 @@ export interface Outbox {
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
   /**
-   * {@link record} for many events of one kind in one statement (the api's group commit), with
-   * one enqueue of all their jobs after commit.
+   * {@link record} for many events of one kind in one statement (the api's group commit) on
+   * `connection`, inside the caller's BEGIN .. COMMIT. After its COMMIT succeeded the caller
+   * calls `committed()`, which starts one enqueue of all the jobs, as `record` does after
+   * commit; after a rollback it does not (the relay never sees rows that did not commit).
    *
-   * @returns each event's delivery ids (webhook-ids), in input order
+   * @returns each event's delivery ids (webhook-ids), in input order, and `committed`
    * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
    */
-  recordMany(transaction: Transaction, event: PostEvent, events: readonly { data: object; traceparent: string | null }[]): Promise<string[][]>;
+  recordMany(connection: RawConnection, event: PostEvent, events: readonly { data: object; traceparent: string | null }[]): Promise<RecordedBatch>;
   /** Starts the relay timer; safe to run in several api processes at once. */
   startRelay(): void;
   /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
@@ -79,6 +82,14 @@ export interface Outbox {
    * Does nothing while Redis is disconnected.
    */
   relayOnce(): Promise<RelayResult>;
+}
+
+/** What {@link Outbox.recordMany} wrote. */
+export interface RecordedBatch {
+  /** Each event's delivery ids (webhook-ids), in input order. */
+  deliveryIds: string[][];
+  /** Call once the caller's COMMIT succeeded: adds the jobs without holding up the caller. */
+  committed(): void;
 }
 
 interface PendingRow {
@@ -206,10 +217,13 @@ export function createOutbox(options: OutboxOptions): Outbox {
     if (jobs.length === 0) return;
     // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
     // awaiting it keeps Redis off the caller's response time. stop() waits for it.
-    transaction.afterCommit(() => {
-      const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
-      inFlight.add(enqueuing);
-    });
+    transaction.afterCommit(() => enqueueCommitted(jobs));
+  }
+
+  function enqueueCommitted(jobs: DeliveryJob[]): void {
+    if (jobs.length === 0) return;
+    const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
+    inFlight.add(enqueuing);
   }
 
   function pass(): void {
@@ -226,11 +240,10 @@ export function createOutbox(options: OutboxOptions): Outbox {
       enqueueAfterCommit(transaction, await insertDeliveryJobs(sequelize, transaction, event, data));
     },
 
-    async recordMany(transaction, event, events) {
+    async recordMany(connection, event, events) {
       const fanOuts = events.map(({ data, traceparent }) => ({ data, ownerUserId: ownerOf(data), traceparent }));
-      const jobs = await insertEventDeliveryJobsBatch(sequelize, transaction, event, fanOuts);
-      enqueueAfterCommit(transaction, jobs.flat());
-      return jobs.map((ofEvent) => ofEvent.map((job) => job.deliveryId));
+      const jobs = await insertEventDeliveryJobsBatch(connection, event, fanOuts);
+      return { deliveryIds: jobs.map((ofEvent) => ofEvent.map((job) => job.deliveryId)), committed: () => enqueueCommitted(jobs.flat()) };
     },
 
     startRelay() {

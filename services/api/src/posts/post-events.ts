@@ -1,4 +1,6 @@
 import type { Transaction } from 'sequelize';
+import type { RawConnection } from '../../../../shared/db/raw-query';
+import type { RecordedBatch } from '../../../../shared/queue/outbox';
 
 /** The post events of DESIGN §6. */
 export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
@@ -32,9 +34,11 @@ export interface PostEventRecorder {
   /** Runs inside `transaction`; a rejection rolls the post change back. */
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
   /**
-   * Optional: many events of one kind in one statement (group commit), each with the trace
-   * of the request that wrote it; without it, the events are recorded one by one.
-   * @returns each event's delivery ids, in input order
+   * Optional: many events of one kind in one statement (group commit) on `connection`, inside
+   * the caller's BEGIN .. COMMIT, each with the trace of the request that wrote it; the caller
+   * calls `committed()` after its COMMIT. Without it, the events are recorded one by one in a
+   * Sequelize transaction.
+   * @returns each event's delivery ids, in input order, and `committed`
    */
-  recordMany?(transaction: Transaction, event: PostEventName, events: readonly { data: PostEventData; traceparent: string | null }[]): Promise<string[][]>;
+  recordMany?(connection: RawConnection, event: PostEventName, events: readonly { data: PostEventData; traceparent: string | null }[]): Promise<RecordedBatch>;
 }

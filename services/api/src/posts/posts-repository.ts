@@ -5,8 +5,8 @@ import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
-import { rawQuery } from '../../../../shared/db/raw-query';
-import type { PostChangedData, PostEventRecorder } from './post-events';
+import { RawStatement, rawQuery, withRawConnection } from '../../../../shared/db/raw-query';
+import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
 export interface NewPost {
@@ -81,17 +81,23 @@ const RANDOM_PID_MAX = 99_999;
 // 90 000 slots: ten misses in a row means the range is nearly full, not bad luck.
 const RANDOM_PID_ATTEMPTS = 10;
 
+const INSERT_WITH_SEQUENCE_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
+  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`;
+const INSERT_WITH_RANDOM_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid)
+  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
+  ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`;
+
 export function createPostsRepository({ sequelize, events, cache, removeImage, log }: PostsRepositoryDeps): PostsRepository {
   async function rows(sql: string, bind: unknown[], transaction?: Transaction): Promise<PostRow[]> {
     return sequelize.query<PostRow>(sql, { bind, type: QueryTypes.SELECT, raw: true, transaction });
   }
 
   /**
-   * Inserts a batch of posts in one statement per attempt; each result is the post's row, or
-   * PostIdsExhaustedError for a random pid that found no free slot. Rows come back in no set
-   * order, so they are matched to the posts by their uuid.
+   * Inserts a batch of posts in one statement per attempt through `run` (inside the caller's
+   * transaction); each result is the post's row, or PostIdsExhaustedError for a random pid that
+   * found no free slot. Rows come back in no set order, so they are matched to the posts by their uuid.
    */
-  async function insertMany(posts: readonly NewPost[], pidSource: PidSource, transaction: Transaction): Promise<(PostRow | Error)[]> {
+  async function insertMany(posts: readonly NewPost[], pidSource: PidSource, run: (statement: RawStatement) => Promise<PostRow[]>): Promise<(PostRow | Error)[]> {
     const uuids = posts.map(() => randomUUID());
     const results: (PostRow | Error)[] = new Array(posts.length);
     const columns = (indices: number[]) => [
@@ -107,56 +113,89 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     };
     const all = posts.map((_, index) => index);
     if (pidSource === 'sequence') {
-      place(
-        await rows(
-          `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
-           SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`,
-          columns(all),
-          transaction,
-        ),
-      );
+      place(await run({ name: 'posts-insert-sequence', text: INSERT_WITH_SEQUENCE_PIDS, values: columns(all) }));
       return results;
     }
     let missing = all;
     for (let attempt = 0; attempt < RANDOM_PID_ATTEMPTS && missing.length > 0; attempt++) {
       // ON CONFLICT keeps the transaction usable after a collision (with a stored post or
       // another of the batch), so the retry of the posts that collided stays inside it.
-      place(
-        await rows(
-          `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid)
-           SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
-           ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`,
-          [...columns(missing), missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1))],
-          transaction,
-        ),
-      );
+      const pids = missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1));
+      place(await run({ name: 'posts-insert-random', text: INSERT_WITH_RANDOM_PIDS, values: [...columns(missing), pids] }));
       missing = missing.filter((index) => results[index] === undefined);
     }
     for (const index of missing) results[index] = new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
     return results;
   }
 
+  /** Pairs each inserted post with its event data and its request's trace; errors stay in place. */
+  function createdOf(items: PendingCreate[], inserted: (PostRow | Error)[]) {
+    const created = inserted.flatMap((row, index) => (row instanceof Error ? [] : [{ index, record: toPostRecord(row) }]));
+    const events = created.map(({ index, record }) => ({ data: toChangedData(record), traceparent: items[index].traceparent }));
+    return { created, events };
+  }
+
+  /** Each item's outcome: its record and delivery ids, or its own error (a pid not found). */
+  function settle(inserted: (PostRow | Error)[], created: { index: number; record: PostRecord }[], deliveryIds: string[][]): Settled<CreatedPost>[] {
+    const settled: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
+    created.forEach(({ index, record }, n) => (settled[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] ?? [] } }));
+    return settled;
+  }
+
   /**
-   * One group-commit batch of creates: the posts and their outbox rows in one transaction of
-   * two statements. Should the batch fail, each post is tried alone, so one post's error
-   * (a user deleted meanwhile) reaches only its own request.
+   * The batch's transaction on a pooled connection, past Sequelize's pipeline: BEGIN, the
+   * posts, their outbox rows (one statement), COMMIT; the jobs are added after the commit.
+   */
+  async function writeBatchRaw(
+    items: PendingCreate[],
+    pidSource: PidSource,
+    recordMany: NonNullable<PostEventRecorder['recordMany']>,
+  ): Promise<Settled<CreatedPost>[]> {
+    const { outcomes, committed } = await withRawConnection(sequelize, async (connection) => {
+      await connection.query({ text: 'BEGIN' });
+      try {
+        const inserted = await insertMany(
+          items.map((item) => item.post),
+          pidSource,
+          (statement) => connection.query<PostRow>(statement),
+        );
+        const { created, events } = createdOf(items, inserted);
+        const recorded = events.length > 0 ? await recordMany(connection, 'post.created', events) : { deliveryIds: [], committed: () => undefined };
+        await connection.query({ text: 'COMMIT' });
+        return { outcomes: settle(inserted, created, recorded.deliveryIds), committed: recorded.committed };
+      } catch (error) {
+        // A connection that broke is dropped by the pool instead; its ROLLBACK failing changes nothing.
+        await connection.query({ text: 'ROLLBACK' }).catch(() => undefined);
+        throw error;
+      }
+    });
+    committed();
+    return outcomes;
+  }
+
+  /** The batch in a Sequelize transaction, for a recorder without `recordMany` (one event at a time). */
+  async function writeBatchSequelize(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
+    return sequelize.transaction(async (transaction) => {
+      const inserted = await insertMany(
+        items.map((item) => item.post),
+        pidSource,
+        ({ text, values }) => rows(text, values ?? [], transaction),
+      );
+      const { created, events: recorded } = createdOf(items, inserted);
+      for (const { data } of recorded) await events.record(transaction, 'post.created', data);
+      return settle(inserted, created, []);
+    });
+  }
+
+  /**
+   * One group-commit batch of creates: the posts and their outbox rows in one transaction.
+   * Should the batch fail, each post is tried alone, so one post's error (a user deleted
+   * meanwhile) reaches only its own request.
    */
   async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
     let outcomes: Settled<CreatedPost>[];
     try {
-      outcomes = await sequelize.transaction(async (transaction) => {
-        const inserted = await insertMany(
-          items.map((item) => item.post),
-          pidSource,
-          transaction,
-        );
-        const created = inserted.flatMap((row, index) => (row instanceof Error ? [] : [{ index, record: toPostRecord(row) }]));
-        const events = created.map(({ index, record }) => ({ data: toChangedData(record), traceparent: items[index].traceparent }));
-        const deliveryIds = await recordCreated(transaction, events);
-        const settled: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
-        created.forEach(({ index, record }, n) => (settled[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] } }));
-        return settled;
-      });
+      outcomes = events.recordMany ? await writeBatchRaw(items, pidSource, events.recordMany.bind(events)) : await writeBatchSequelize(items, pidSource);
     } catch (error) {
       if (items.length === 1) return [{ ok: false, error }];
       return Promise.all(items.map(async (item) => (await createBatch([item], pidSource))[0]));
@@ -165,13 +204,6 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     const pids = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.value.record.pid] : []));
     if (pids.length > 0) await cache.invalidate(pids);
     return outcomes;
-  }
-
-  async function recordCreated(transaction: Transaction, created: { data: PostChangedData; traceparent: string | null }[]): Promise<string[][]> {
-    if (created.length === 0) return [];
-    if (events.recordMany) return events.recordMany(transaction, 'post.created', created);
-    for (const { data } of created) await events.record(transaction, 'post.created', data);
-    return created.map(() => []);
   }
 
   const creates: Record<PidSource, GroupCommit<PendingCreate, CreatedPost>> = {
