@@ -1,10 +1,9 @@
 import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
-import type { RawConnection } from '../db/raw-query';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
-import { insertEventDeliveryJobs, insertEventDeliveryJobsBatch } from './fan-out';
+import { insertEventDeliveryJobs } from './fan-out';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -54,15 +53,12 @@ export interface Outbox {
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
   /**
-   * {@link record} for many events of one kind in one statement (the api's group commit) on
-   * `connection`, inside the caller's BEGIN .. COMMIT. After its COMMIT succeeded the caller
-   * calls `committed()`, which starts one enqueue of all the jobs, as `record` does after
-   * commit; after a rollback it does not (the relay never sees rows that did not commit).
-   *
-   * @returns each event's delivery ids (webhook-ids), in input order, and `committed`
-   * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
+   * For writers that put the outbox rows in their own statement (shared/queue/fan-out.ts
+   * `fanOutClauses`, the api's group commit of creates): once that statement committed, adds
+   * the jobs and marks the rows `enqueued_at` as {@link record} does after commit, without
+   * holding up the caller; when Redis is away, the relay adds them later.
    */
-  recordMany(connection: RawConnection, event: PostEvent, events: readonly { data: object; traceparent: string | null }[]): Promise<RecordedBatch>;
+  queueCommitted(jobs: readonly DeliveryJob[]): void;
   /** Starts the relay timer; safe to run in several api processes at once. */
   startRelay(): void;
   /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
@@ -82,14 +78,6 @@ export interface Outbox {
    * Does nothing while Redis is disconnected.
    */
   relayOnce(): Promise<RelayResult>;
-}
-
-/** What {@link Outbox.recordMany} wrote. */
-export interface RecordedBatch {
-  /** Each event's delivery ids (webhook-ids), in input order. */
-  deliveryIds: string[][];
-  /** Call once the caller's COMMIT succeeded: adds the jobs without holding up the caller. */
-  committed(): void;
 }
 
 interface PendingRow {
@@ -220,7 +208,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
     transaction.afterCommit(() => enqueueCommitted(jobs));
   }
 
-  function enqueueCommitted(jobs: DeliveryJob[]): void {
+  function enqueueCommitted(jobs: readonly DeliveryJob[]): void {
     if (jobs.length === 0) return;
     const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
     inFlight.add(enqueuing);
@@ -240,11 +228,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
       enqueueAfterCommit(transaction, await insertDeliveryJobs(sequelize, transaction, event, data));
     },
 
-    async recordMany(connection, event, events) {
-      const fanOuts = events.map(({ data, traceparent }) => ({ data, ownerUserId: ownerOf(data), traceparent }));
-      const jobs = await insertEventDeliveryJobsBatch(connection, event, fanOuts);
-      return { deliveryIds: jobs.map((ofEvent) => ofEvent.map((job) => job.deliveryId)), committed: () => enqueueCommitted(jobs.flat()) };
-    },
+    queueCommitted: enqueueCommitted,
 
     startRelay() {
       if (timer) return;

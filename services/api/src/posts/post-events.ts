@@ -1,6 +1,5 @@
 import type { Transaction } from 'sequelize';
-import type { RawConnection } from '../../../../shared/db/raw-query';
-import type { RecordedBatch } from '../../../../shared/queue/outbox';
+import type { DeliveryJob } from '../../../../shared/queue/webhook-queue';
 
 /** The post events of DESIGN §6. */
 export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
@@ -34,11 +33,10 @@ export interface PostEventRecorder {
   /** Runs inside `transaction`; a rejection rolls the post change back. */
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
   /**
-   * Optional: many events of one kind in one statement (group commit) on `connection`, inside
-   * the caller's BEGIN .. COMMIT, each with the trace of the request that wrote it; the caller
-   * calls `committed()` after its COMMIT. Without it, the events are recorded one by one in a
-   * Sequelize transaction.
-   * @returns each event's delivery ids, in input order, and `committed`
+   * Optional: the outbox's side of creates that write their `post.created` outbox rows in the
+   * posts' own statement (shared/queue/fan-out.ts `fanOutClauses`, the group commit): adds the
+   * jobs once that statement committed. Without it, creates record their events one by one
+   * with `record` inside a transaction.
    */
-  recordMany?(connection: RawConnection, event: PostEventName, events: readonly { data: PostEventData; traceparent: string | null }[]): Promise<RecordedBatch>;
+  queueCommitted?(jobs: readonly DeliveryJob[]): void;
 }

@@ -5,7 +5,8 @@ import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
-import { RawStatement, rawQuery, withRawConnection } from '../../../../shared/db/raw-query';
+import { rawQuery } from '../../../../shared/db/raw-query';
+import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -87,17 +88,49 @@ const INSERT_WITH_RANDOM_PIDS = `INSERT INTO posts (post_uuid, user_id, post_tit
   SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
   ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`;
 
+/** The outbox body's values only PostgreSQL knows until the insert runs, in their order in the event data. */
+const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
+
+/** A timestamp as the JSON string Date.prototype.toISOString() writes (milliseconds truncated, as node-postgres reads them). */
+const isoJson = (column: string) => `'"' || to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`;
+
+/**
+ * A batch of creates with their `post.created` outbox rows in one statement: $1..$5 the posts'
+ * uuid, user_id, title, body, image; $6..$9 the pieces of each envelope around pid, created_at
+ * and updated_at; $10 each request's traceparent; $11 the event; $12 (random) each post's pid.
+ */
+function createStatement(random: boolean): string {
+  const pid = random ? ', pid' : '';
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]${random ? ', $12::int[]' : ''})
+        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent${pid}, ord)
+    ), inserted AS (
+      INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image${pid})
+      SELECT post_uuid, user_id, post_title, post_body, post_image${pid} FROM input
+      ${random ? 'ON CONFLICT (pid) DO NOTHING' : ''}
+      RETURNING ${POST_COLUMNS}
+    ), source AS (
+      SELECT i.ord, p.user_id AS owner_id, i.traceparent,
+             i.piece0 || p.pid::text || i.piece1 || ${isoJson('p.created_at')} || i.piece2 || ${isoJson('p.updated_at')} || i.piece3 AS body
+        FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
+    ), ${fanOutClauses('$11::text')}
+    SELECT p.*, f.delivery_ids, f.endpoint_ids
+      FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid LEFT JOIN fan_by_event f ON f.ord = i.ord`;
+}
+const CREATE_WITH_SEQUENCE_PIDS = { name: 'posts-create-sequence', text: createStatement(false) };
+const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createStatement(true) };
+
 export function createPostsRepository({ sequelize, events, cache, removeImage, log }: PostsRepositoryDeps): PostsRepository {
   async function rows(sql: string, bind: unknown[], transaction?: Transaction): Promise<PostRow[]> {
     return sequelize.query<PostRow>(sql, { bind, type: QueryTypes.SELECT, raw: true, transaction });
   }
 
   /**
-   * Inserts a batch of posts in one statement per attempt through `run` (inside the caller's
-   * transaction); each result is the post's row, or PostIdsExhaustedError for a random pid that
-   * found no free slot. Rows come back in no set order, so they are matched to the posts by their uuid.
+   * Inserts a batch of posts in one statement per attempt inside `transaction`; each result is
+   * the post's row, or PostIdsExhaustedError for a random pid that found no free slot. Rows come
+   * back in no set order, so they are matched to the posts by their uuid.
    */
-  async function insertMany(posts: readonly NewPost[], pidSource: PidSource, run: (statement: RawStatement) => Promise<PostRow[]>): Promise<(PostRow | Error)[]> {
+  async function insertMany(posts: readonly NewPost[], pidSource: PidSource, transaction: Transaction): Promise<(PostRow | Error)[]> {
     const uuids = posts.map(() => randomUUID());
     const results: (PostRow | Error)[] = new Array(posts.length);
     const columns = (indices: number[]) => [
@@ -113,7 +146,7 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     };
     const all = posts.map((_, index) => index);
     if (pidSource === 'sequence') {
-      place(await run({ name: 'posts-insert-sequence', text: INSERT_WITH_SEQUENCE_PIDS, values: columns(all) }));
+      place(await rows(INSERT_WITH_SEQUENCE_PIDS, columns(all), transaction));
       return results;
     }
     let missing = all;
@@ -121,81 +154,103 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       // ON CONFLICT keeps the transaction usable after a collision (with a stored post or
       // another of the batch), so the retry of the posts that collided stays inside it.
       const pids = missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1));
-      place(await run({ name: 'posts-insert-random', text: INSERT_WITH_RANDOM_PIDS, values: [...columns(missing), pids] }));
+      place(await rows(INSERT_WITH_RANDOM_PIDS, [...columns(missing), pids], transaction));
       missing = missing.filter((index) => results[index] === undefined);
     }
     for (const index of missing) results[index] = new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
     return results;
   }
 
-  /** Pairs each inserted post with its event data and its request's trace; errors stay in place. */
-  function createdOf(items: PendingCreate[], inserted: (PostRow | Error)[]) {
-    const created = inserted.flatMap((row, index) => (row instanceof Error ? [] : [{ index, record: toPostRecord(row) }]));
-    const events = created.map(({ index, record }) => ({ data: toChangedData(record), traceparent: items[index].traceparent }));
-    return { created, events };
-  }
-
-  /** Each item's outcome: its record and delivery ids, or its own error (a pid not found). */
-  function settle(inserted: (PostRow | Error)[], created: { index: number; record: PostRecord }[], deliveryIds: string[][]): Settled<CreatedPost>[] {
-    const settled: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
-    created.forEach(({ index, record }, n) => (settled[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] ?? [] } }));
-    return settled;
-  }
-
   /**
-   * The batch's transaction on a pooled connection, past Sequelize's pipeline: BEGIN, the
-   * posts, their outbox rows (one statement), COMMIT; the jobs are added after the commit.
+   * The batch as one statement per attempt on a pooled connection, past Sequelize's pipeline:
+   * the posts and their outbox rows together (fan-out.ts `fanOutClauses`), so each attempt is
+   * atomic without BEGIN/COMMIT round trips. The outbox bodies are serialised here around the
+   * values PostgreSQL gives (pid, created_at, updated_at). Each attempt's jobs are added once it
+   * committed. A random pid that collided is retried with the posts still missing.
+   *
+   * @throws the first attempt's error (nothing of the batch was written)
    */
-  async function writeBatchRaw(
+  async function writeBatchInOneStatement(
     items: PendingCreate[],
     pidSource: PidSource,
-    recordMany: NonNullable<PostEventRecorder['recordMany']>,
+    queueCommitted: NonNullable<PostEventRecorder['queueCommitted']>,
   ): Promise<Settled<CreatedPost>[]> {
-    const { outcomes, committed } = await withRawConnection(sequelize, async (connection) => {
-      await connection.query({ text: 'BEGIN' });
-      try {
-        const inserted = await insertMany(
-          items.map((item) => item.post),
-          pidSource,
-          (statement) => connection.query<PostRow>(statement),
-        );
-        const { created, events } = createdOf(items, inserted);
-        const recorded = events.length > 0 ? await recordMany(connection, 'post.created', events) : { deliveryIds: [], committed: () => undefined };
-        await connection.query({ text: 'COMMIT' });
-        return { outcomes: settle(inserted, created, recorded.deliveryIds), committed: recorded.committed };
-      } catch (error) {
-        // A connection that broke is dropped by the pool instead; its ROLLBACK failing changes nothing.
-        await connection.query({ text: 'ROLLBACK' }).catch(() => undefined);
-        throw error;
-      }
+    const uuids = items.map(() => randomUUID());
+    const pieces = items.map(({ post }, index) => {
+      const shape = toChangedData({ pid: 0, uuid: uuids[index], userId: post.userId, title: post.title, content: post.content, image: post.image, createdAt: '', updatedAt: '' });
+      return splitEnvelope({ ...shape }, 'post.created', ENVELOPE_HOLES);
     });
-    committed();
+    const position = new Map<string, number>(uuids.map((uuid, index) => [uuid, index]));
+    const outcomes: Settled<CreatedPost>[] = new Array(items.length);
+    const random = pidSource === 'random';
+    let missing = items.map((_, index) => index);
+    for (let attempt = 0; attempt < (random ? RANDOM_PID_ATTEMPTS : 1) && missing.length > 0; attempt++) {
+      const column = <T>(pick: (index: number) => T) => missing.map(pick);
+      const values = [
+        column((i) => uuids[i]),
+        column((i) => items[i].post.userId),
+        column((i) => items[i].post.title),
+        column((i) => items[i].post.content),
+        column((i) => items[i].post.image),
+        ...[0, 1, 2, 3].map((n) => column((i) => pieces[i][n])),
+        column((i) => items[i].traceparent),
+        'post.created',
+        ...(random ? [column(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1))] : []),
+      ];
+      let found: (PostRow & FannedOutEvent)[];
+      try {
+        found = await rawQuery<PostRow & FannedOutEvent>(sequelize, { ...(random ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS), values });
+      } catch (error) {
+        if (attempt === 0) throw error;
+        // The earlier attempts' posts are committed: each post still missing is tried alone.
+        const alone = await Promise.all(missing.map((index) => createBatch([items[index]], pidSource)));
+        missing.forEach((index, n) => (outcomes[index] = alone[n][0]));
+        return outcomes;
+      }
+      const jobs = found.map(jobsOfEvent);
+      found.forEach((row, n) => {
+        outcomes[position.get(row.post_uuid)!] = { ok: true, value: { record: toPostRecord(row), deliveryIds: jobs[n].map((job) => job.deliveryId) } };
+      });
+      queueCommitted(jobs.flat());
+      missing = missing.filter((index) => outcomes[index] === undefined);
+    }
+    for (const index of missing) outcomes[index] = { ok: false, error: new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS) };
     return outcomes;
   }
 
-  /** The batch in a Sequelize transaction, for a recorder without `recordMany` (one event at a time). */
+  /** The batch in a Sequelize transaction, for a recorder without `queueCommitted` (one event at a time). */
   async function writeBatchSequelize(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
     return sequelize.transaction(async (transaction) => {
       const inserted = await insertMany(
         items.map((item) => item.post),
         pidSource,
-        ({ text, values }) => rows(text, values ?? [], transaction),
+        transaction,
       );
-      const { created, events: recorded } = createdOf(items, inserted);
-      for (const { data } of recorded) await events.record(transaction, 'post.created', data);
-      return settle(inserted, created, []);
+      const outcomes: Settled<CreatedPost>[] = [];
+      for (const row of inserted) {
+        if (row instanceof Error) {
+          outcomes.push({ ok: false, error: row });
+          continue;
+        }
+        const record = toPostRecord(row);
+        await events.record(transaction, 'post.created', toChangedData(record));
+        outcomes.push({ ok: true, value: { record, deliveryIds: [] } });
+      }
+      return outcomes;
     });
   }
 
   /**
-   * One group-commit batch of creates: the posts and their outbox rows in one transaction.
+   * One group-commit batch of creates: the posts and their outbox rows committed together.
    * Should the batch fail, each post is tried alone, so one post's error (a user deleted
    * meanwhile) reaches only its own request.
    */
   async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
     let outcomes: Settled<CreatedPost>[];
     try {
-      outcomes = events.recordMany ? await writeBatchRaw(items, pidSource, events.recordMany.bind(events)) : await writeBatchSequelize(items, pidSource);
+      outcomes = events.queueCommitted
+        ? await writeBatchInOneStatement(items, pidSource, events.queueCommitted.bind(events))
+        : await writeBatchSequelize(items, pidSource);
     } catch (error) {
       if (items.length === 1) return [{ ok: false, error }];
       return Promise.all(items.map(async (item) => (await createBatch([item], pidSource))[0]));
