@@ -81,6 +81,8 @@ const RANDOM_PID_MIN = 10_000;
 const RANDOM_PID_MAX = 99_999;
 // 90 000 slots: ten misses in a row means the range is nearly full, not bad luck.
 const RANDOM_PID_ATTEMPTS = 10;
+/** Random pids drawn per post and attempt of a one-statement batch; see createStatement. */
+const PID_CANDIDATES = 4;
 
 const INSERT_WITH_SEQUENCE_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
   SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`;
@@ -97,17 +99,35 @@ const isoJson = (column: string) => `'"' || to_char(${column} AT TIME ZONE 'UTC'
 /**
  * A batch of creates with their `post.created` outbox rows in one statement: $1..$5 the posts'
  * uuid, user_id, title, body, image; $6..$9 the pieces of each envelope around pid, created_at
- * and updated_at; $10 each request's traceparent; $11 the event; $12 (random) each post's pid.
+ * and updated_at; $10 each request's traceparent; $11 the event; $12 (random) the candidate
+ * pids, {@link PID_CANDIDATES} per post in a row.
+ *
+ * A random pid is the first of its post's candidates that no stored post holds: each attempt
+ * is its own commit, so a retry costs a round trip and a commit where it cost one statement
+ * inside a transaction, and a table filling up must not make most batches retry. The first
+ * free one of independent uniform draws is a uniform draw among the free pids. Posts with no
+ * free candidate, or whose pid another post of the batch or another writer took meanwhile
+ * (ON CONFLICT), are left out and retried by the caller.
  */
 function createStatement(random: boolean): string {
   const pid = random ? ', pid' : '';
+  const candidates = `(${PID_CANDIDATES} * (ord - 1) + 1)::int : (${PID_CANDIDATES} * ord)::int`;
   return `WITH input AS (
-      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]${random ? ', $12::int[]' : ''})
-        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent${pid}, ord)
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, ord)
     ), inserted AS (
       INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image${pid})
-      SELECT post_uuid, user_id, post_title, post_body, post_image${pid} FROM input
-      ${random ? 'ON CONFLICT (pid) DO NOTHING' : ''}
+      SELECT * FROM (
+        SELECT post_uuid, user_id, post_title, post_body, post_image${
+          random
+            ? `,
+               (SELECT c.pid FROM unnest(($12::int[])[${candidates}]) WITH ORDINALITY AS c(pid, n)
+                 WHERE NOT EXISTS (SELECT 1 FROM posts stored WHERE stored.pid = c.pid) ORDER BY c.n LIMIT 1) AS pid`
+            : ''
+        }
+          FROM input
+      ) chosen
+      ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
       RETURNING ${POST_COLUMNS}
     ), source AS (
       SELECT i.ord, p.user_id AS owner_id, i.traceparent,
@@ -195,7 +215,7 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         ...[0, 1, 2, 3].map((n) => column((i) => pieces[i][n])),
         column((i) => items[i].traceparent),
         'post.created',
-        ...(random ? [column(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1))] : []),
+        ...(random ? [missing.flatMap(() => Array.from({ length: PID_CANDIDATES }, () => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1)))] : []),
       ];
       let found: (PostRow & FannedOutEvent)[];
       try {
