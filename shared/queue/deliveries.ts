@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
+import { rawQuery } from '../db/raw-query';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
@@ -98,10 +99,10 @@ export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: re
 
 /** Sets `enqueued_at` on delivery rows whose jobs are in the queue. */
 export async function markEnqueued(sequelize: Sequelize, ids: string[], transaction?: Transaction): Promise<void> {
-  await sequelize.query('UPDATE webhook_deliveries SET enqueued_at = now(), updated_at = now() WHERE id = ANY($1::text[])', {
-    bind: [ids],
-    transaction,
-  });
+  const sql = 'UPDATE webhook_deliveries SET enqueued_at = now(), updated_at = now() WHERE id = ANY($1::text[])';
+  // Outside a transaction this runs after every batch of creates: a prepared statement, past Sequelize's pipeline.
+  if (transaction) await sequelize.query(sql, { bind: [ids], transaction });
+  else await rawQuery(sequelize, { name: 'outbox-mark-enqueued', text: sql, values: [ids] });
 }
 
 /**

@@ -4,6 +4,9 @@ import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
 import type { DeliveryJob } from './webhook-queue';
 
+/** A webhook-id drawn by PostgreSQL in the newWebhookId() format: msg_ + 22 base64url characters of a random UUID's 16 bytes. */
+const WEBHOOK_ID_SQL = `'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=')`;
+
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
   event: string;
@@ -33,13 +36,11 @@ export async function insertEventDeliveries(sequelize: Sequelize, transaction: T
 /** {@link insertEventDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
   const body = serializeEnvelope(fanOut.data, { event: fanOut.event, signable: true });
-  // One round trip: the ids are drawn by PostgreSQL in the newWebhookId() format
-  // (msg_ + 22 base64url characters of a random UUID's 16 bytes). The writing request's
-  // trace travels in the row, so a revived job still joins it.
+  // One round trip: the ids are drawn by PostgreSQL. The writing request's trace travels in
+  // the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
     `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
-     SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '='),
-            id, url, $1, $2, user_id, $4
+     SELECT ${WEBHOOK_ID_SQL}, id, url, $1, $2, user_id, $4
        FROM webhook_endpoints
       WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events)) AND (user_id IS NULL OR user_id = $3)
       ORDER BY id
@@ -50,50 +51,72 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
   return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
 }
 
-/** One event of a batch for {@link insertEventDeliveryJobsBatch}: its data, owner and the trace of the request that wrote it. */
-export interface BatchedFanOut {
-  data: unknown;
-  ownerUserId: number | null;
-  /** W3C traceparent of the writing request (stored in the row), or null. */
-  traceparent: string | null;
+/**
+ * CTEs writing the outbox rows of many events of one kind in the same statement as what they
+ * announce (a group commit of creates needs no BEGIN/COMMIT then: one statement is atomic).
+ * Append them, after a comma, to a WITH whose earlier CTE `source` has one row per event:
+ * `ord` (bigint, unique per event), `owner_id` (int; see {@link EventFanOut.ownerUserId}),
+ * `traceparent` (text or NULL) and `body` (its DESIGN §7 envelope, see {@link splitEnvelope}).
+ * One row per active endpoint subscribed to the event among the operator endpoints and the
+ * owner's, as {@link insertEventDeliveries} writes, `enqueued_at` NULL. They define
+ * `fan_by_event`: per `ord` with deliveries, `delivery_ids` and `endpoint_ids` in endpoint id
+ * order; read them with {@link jobsOfEvent}.
+ *
+ * @param eventParam - the placeholder holding the event name, such as `$11`
+ */
+export function fanOutClauses(eventParam: string): string {
+  // fan is read twice, so PostgreSQL materialises it: each id is drawn once.
+  return `fan AS (
+       SELECT ${WEBHOOK_ID_SQL} AS id, ep.id AS endpoint_id, ep.url, s.body, ep.user_id, s.traceparent, s.ord
+         FROM source s
+         JOIN webhook_endpoints ep
+           ON ep.active AND (cardinality(ep.events) = 0 OR ${eventParam} = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = s.owner_id)
+     ), fan_written AS (
+       INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
+       SELECT id, endpoint_id, url, ${eventParam}, body, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
+     ), fan_by_event AS (
+       SELECT ord, array_agg(id ORDER BY endpoint_id) AS delivery_ids, array_agg(endpoint_id ORDER BY endpoint_id) AS endpoint_ids
+         FROM fan GROUP BY ord
+     )`;
+}
+
+/** One event's row of `fan_by_event` (see {@link fanOutClauses}); both null when nobody subscribes. */
+export interface FannedOutEvent {
+  delivery_ids: string[] | null;
+  endpoint_ids: number[] | null;
+}
+
+/** The jobs to add for one event written by {@link fanOutClauses}, with their endpoints' gate keys. */
+export function jobsOfEvent(row: FannedOutEvent): DeliveryJob[] {
+  const endpointIds = row.endpoint_ids ?? [];
+  return (row.delivery_ids ?? []).map((deliveryId, index) => ({ deliveryId, gate: gateKeyOf({ endpointId: endpointIds[index], url: '' }) }));
 }
 
 /**
- * {@link insertEventDeliveryJobs} for many events of one kind in one statement (group commit):
- * the envelopes are serialised here, the rows written from `unnest` arrays inside
- * `transaction`, each with its own event's traceparent.
+ * The envelope of `data` (DESIGN §7, exactly as serializeEnvelope writes it) cut around the
+ * values of `holes`, for a statement that only learns those values while it runs (a pid from a
+ * sequence, timestamps from now()): the envelope is `pieces[0] + JSON of data[holes[0]] +
+ * pieces[1] + ...`. Each hole is cut at a placeholder string holding a NUL character, which no
+ * other string of the data can produce (PostgreSQL text cannot hold NUL, and the api refuses it).
  *
- * @returns for each event, in input order, its jobs in endpoint id order (none when nobody subscribes)
- * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
+ * @param holes - keys of `data`, in the order they come in it
+ * @returns holes.length + 1 pieces
+ * @throws EncryptionError (shared/webhook) when `data` is not serialisable
+ * @throws Error when a placeholder is not found exactly once, in order (a string of `data` holding NUL)
  */
-export async function insertEventDeliveryJobsBatch(
-  sequelize: Sequelize,
-  transaction: Transaction,
-  event: string,
-  fanOuts: readonly BatchedFanOut[],
-): Promise<DeliveryJob[][]> {
-  const bodies = fanOuts.map((fanOut) => serializeEnvelope(fanOut.data, { event, signable: true }));
-  // The ids are drawn once in the CTE (it is read twice, so PostgreSQL materialises it) and
-  // returned with each event's position, which RETURNING of the INSERT could not give.
-  const rows = await sequelize.query<{ id: string; endpoint_id: number; ord: string }>(
-    `WITH fan AS (
-       SELECT 'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=') AS id,
-              ep.id AS endpoint_id, ep.url, e.body, ep.user_id, e.traceparent, e.ord
-         FROM unnest($2::text[], $3::int[], $4::text[]) WITH ORDINALITY AS e(body, owner_id, traceparent, ord)
-         JOIN webhook_endpoints ep
-           ON ep.active AND (cardinality(ep.events) = 0 OR $1 = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = e.owner_id)
-     ), written AS (
-       INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
-       SELECT id, endpoint_id, url, $1, body, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
-     )
-     SELECT id, endpoint_id, ord FROM fan ORDER BY ord, endpoint_id`,
-    {
-      bind: [event, bodies, fanOuts.map((fanOut) => fanOut.ownerUserId), fanOuts.map((fanOut) => fanOut.traceparent)],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
-  );
-  const jobs: DeliveryJob[][] = fanOuts.map(() => []);
-  for (const row of rows) jobs[Number(row.ord) - 1].push({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) });
-  return jobs;
+export function splitEnvelope(data: Record<string, unknown>, event: string, holes: readonly string[]): string[] {
+  const marked: Record<string, unknown> = { ...data };
+  for (const hole of holes) marked[hole] = `\u0000${hole}`;
+  const envelope = serializeEnvelope(marked, { event, signable: true });
+  const pieces: string[] = [];
+  let from = 0;
+  for (const hole of holes) {
+    const placeholder = JSON.stringify(`\u0000${hole}`);
+    const at = envelope.indexOf(placeholder, from);
+    if (at < 0 || envelope.indexOf(placeholder, at + 1) >= 0) throw new Error(`Cannot cut the envelope at ${hole}: its data holds a NUL character.`);
+    pieces.push(envelope.slice(from, at));
+    from = at + placeholder.length;
+  }
+  pieces.push(envelope.slice(from));
+  return pieces;
 }

@@ -3,7 +3,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
-import { insertEventDeliveryJobs, insertEventDeliveryJobsBatch } from './fan-out';
+import { insertEventDeliveryJobs } from './fan-out';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
@@ -53,13 +53,12 @@ export interface Outbox {
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
   /**
-   * {@link record} for many events of one kind in one statement (the api's group commit), with
-   * one enqueue of all their jobs after commit.
-   *
-   * @returns each event's delivery ids (webhook-ids), in input order
-   * @throws EncryptionError (shared/webhook) when one event's data is empty or not serialisable
+   * For writers that put the outbox rows in their own statement (shared/queue/fan-out.ts
+   * `fanOutClauses`, the api's group commit of creates): once that statement committed, adds
+   * the jobs and marks the rows `enqueued_at` as {@link record} does after commit, without
+   * holding up the caller; when Redis is away, the relay adds them later.
    */
-  recordMany(transaction: Transaction, event: PostEvent, events: readonly { data: object; traceparent: string | null }[]): Promise<string[][]>;
+  queueCommitted(jobs: readonly DeliveryJob[]): void;
   /** Starts the relay timer; safe to run in several api processes at once. */
   startRelay(): void;
   /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
@@ -206,10 +205,13 @@ export function createOutbox(options: OutboxOptions): Outbox {
     if (jobs.length === 0) return;
     // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
     // awaiting it keeps Redis off the caller's response time. stop() waits for it.
-    transaction.afterCommit(() => {
-      const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
-      inFlight.add(enqueuing);
-    });
+    transaction.afterCommit(() => enqueueCommitted(jobs));
+  }
+
+  function enqueueCommitted(jobs: readonly DeliveryJob[]): void {
+    if (jobs.length === 0) return;
+    const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
+    inFlight.add(enqueuing);
   }
 
   function pass(): void {
@@ -226,12 +228,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
       enqueueAfterCommit(transaction, await insertDeliveryJobs(sequelize, transaction, event, data));
     },
 
-    async recordMany(transaction, event, events) {
-      const fanOuts = events.map(({ data, traceparent }) => ({ data, ownerUserId: ownerOf(data), traceparent }));
-      const jobs = await insertEventDeliveryJobsBatch(sequelize, transaction, event, fanOuts);
-      enqueueAfterCommit(transaction, jobs.flat());
-      return jobs.map((ofEvent) => ofEvent.map((job) => job.deliveryId));
-    },
+    queueCommitted: enqueueCommitted,
 
     startRelay() {
       if (timer) return;

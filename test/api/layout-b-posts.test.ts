@@ -144,6 +144,21 @@ describe('Layout B posts', () => {
     await harness.db.sequelize.query(`DELETE FROM posts WHERE post_title = 'filler'`);
   });
 
+  it('when most random pids are taken and many posts are created at once, then each gets its own free pid in range', async () => {
+    // Four pids in five are taken: most draws collide and are retried.
+    await harness.db.sequelize.query(
+      `INSERT INTO posts (pid, post_uuid, user_id, post_title, post_body)
+       SELECT n, gen_random_uuid(), ${alice.user.userId}, 'filler', 'filler' FROM generate_series(10000, 99999) AS n WHERE n % 5 <> 2
+       ON CONFLICT (pid) DO NOTHING`,
+    );
+    const answers = await Promise.all(Array.from({ length: 12 }, () => create(alice)));
+    const pids = answers.map((res) => Number(res.json().pid));
+    expect(answers.map((res) => res.json().status)).toEqual(Array(12).fill(2001));
+    expect(new Set(pids).size).toBe(12);
+    for (const pid of pids) expect(pid % 5).toBe(2);
+    await harness.db.sequelize.query(`DELETE FROM posts WHERE post_title = 'filler'`);
+  });
+
   it.each([
     ['GET', '/api/v1/'],
     ['GET', '/api/v1'],

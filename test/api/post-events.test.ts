@@ -3,6 +3,7 @@ import type { PostEventData, PostEventName, PostEventRecorder } from '../../serv
 import { createUser, TestUser } from '../support/factories';
 import { ApiHarness, createApiHarness } from './support/api-harness';
 import { countPosts, findPost } from './support/rows';
+import { serializeEnvelope } from '../../shared/webhook/signing';
 
 interface Recorded {
   event: PostEventName;
@@ -102,6 +103,38 @@ describe('post events (DESIGN §6)', () => {
       const item = data.find((candidate) => candidate.pid === pid)!;
       expect(item.title).toBe(n % 2 === 0 ? `A${n}` : `B${n}`);
       expect(item.content).toBe(n % 2 === 0 ? `body ${n}` : `content ${n}`);
+    }
+  });
+
+  it('when posts with quotes, backslashes, non-ASCII text and U+2028 are created at once, then each outbox body is byte for byte the envelope of its stored row', async () => {
+    await harness.db.sequelize.query(`INSERT INTO webhook_endpoints (url, secret) VALUES ('http://127.0.0.1:9/bytes', 'whsec_dW51c2VkLWJ5dGVzLXNlY3JldA==')`);
+    const a = await harness.start('a');
+    const b = await harness.start('b');
+    const awkward = ['"quoted" \\u0000pid \\ back/slash', 'héllo wörld 日本語 😀', 'line\nbreak\ttab \u2028 \u2029', '"\\u0000created_at"'];
+    const answers = await Promise.all(
+      awkward.flatMap((text, n) => [
+        a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: `A ${text}`, body: text, userId: alice.user.userId } }),
+        b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: `B${n} ${text}`, content: text } }),
+      ]),
+    );
+    const pids = answers.map((answer, n) => Number(n % 2 === 0 ? answer.json().item.postId : answer.json().pid));
+    for (const pid of pids) {
+      const row = (await findPost(harness.db, pid))!;
+      const [delivery] = await harness.db.sequelize.query<{ body: string }>(
+        `SELECT body FROM webhook_deliveries WHERE url = 'http://127.0.0.1:9/bytes' AND body::jsonb -> '_data' ->> 'pid' = $1`,
+        { bind: [String(pid)], type: QueryTypes.SELECT },
+      );
+      const data = {
+        pid,
+        uuid: row.postUuid,
+        user_id: alice.user.userId,
+        title: row.postTitle,
+        content: row.postBody,
+        image: null,
+        created_at: row.createdAt.toISOString(),
+        updated_at: row.updatedAt.toISOString(),
+      };
+      expect(delivery.body).toBe(serializeEnvelope(data, { event: 'post.created', signable: true }));
     }
   });
 });

@@ -52,6 +52,18 @@ describe('rate limit', () => {
     expect((await scoped.request({ url: '/api/v1/posts', headers: user.headers })).statusCode).toBe(404);
   });
 
+  it('when many requests of one user arrive at once on two processes, then exactly the limit passes and the rest are 429', async () => {
+    const prefix = `${harness.env.redisPrefix}burst`;
+    const first = await harness.start('b', { rateLimitPerMin: 7, redisPrefix: prefix });
+    const second = await harness.start('b', { rateLimitPerMin: 7, redisPrefix: prefix });
+    const user = await createUser(harness.db);
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? first : second).request({ url: '/api/v1/posts', headers: user.headers })),
+    );
+    const statuses = responses.map((res) => res.statusCode).sort();
+    expect(statuses).toEqual([...Array(7).fill(404), ...Array(13).fill(429)]);
+  });
+
   it('when RATE_LIMIT_PER_MIN is 0, then there is no limit', async () => {
     const unlimited = await harness.start('a', { rateLimitPerMin: 0, redisPrefix: `${harness.env.redisPrefix}off` });
     const user = await createUser(harness.db);

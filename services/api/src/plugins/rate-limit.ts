@@ -2,6 +2,7 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ErrorBody } from '../error-handler';
 import type { GuardHook } from './auth';
+import { coalescingRedisStore } from './rate-limit-store';
 
 export interface RateLimitOptions {
   /** RATE_LIMIT_PER_MIN; 0 turns the limit off. */
@@ -28,7 +29,8 @@ export function rateLimitKey(request: FastifyRequest): string {
 /**
  * The per-principal rate limit of every route under /api/v1 (DESIGN §12), with
  * `@fastify/rate-limit` over the app's Redis so that the count holds across api processes
- * (a fixed one-minute window per principal, atomic in a Lua script). Past the limit: 429 with
+ * (a fixed one-minute window per principal, atomic in a Lua script; concurrent requests of
+ * one principal share a round trip, see {@link coalescingRedisStore}). Past the limit: 429 with
  * `Retry-After`, `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds; IETF
  * draft-ietf-httpapi-ratelimit-headers) in the layout's error shape. Redis being away lets
  * requests through: the limit protects the api, it must not take it down.
@@ -41,8 +43,7 @@ export async function createRateLimitGuard(app: FastifyInstance, { perMinute, pr
     global: false,
     max: perMinute,
     timeWindow: WINDOW_MS,
-    redis: app.redis,
-    nameSpace: `${prefix}:rate-limit:`,
+    store: coalescingRedisStore(app.redis, `${prefix}:rate-limit:`),
     skipOnError: true,
     keyGenerator: rateLimitKey,
   });

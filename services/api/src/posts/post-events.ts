@@ -1,4 +1,5 @@
 import type { Transaction } from 'sequelize';
+import type { DeliveryJob } from '../../../../shared/queue/webhook-queue';
 
 /** The post events of DESIGN §6. */
 export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
@@ -32,9 +33,10 @@ export interface PostEventRecorder {
   /** Runs inside `transaction`; a rejection rolls the post change back. */
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
   /**
-   * Optional: many events of one kind in one statement (group commit), each with the trace
-   * of the request that wrote it; without it, the events are recorded one by one.
-   * @returns each event's delivery ids, in input order
+   * Optional: the outbox's side of creates that write their `post.created` outbox rows in the
+   * posts' own statement (shared/queue/fan-out.ts `fanOutClauses`, the group commit): adds the
+   * jobs once that statement committed. Without it, creates record their events one by one
+   * with `record` inside a transaction.
    */
-  recordMany?(transaction: Transaction, event: PostEventName, events: readonly { data: PostEventData; traceparent: string | null }[]): Promise<string[][]>;
+  queueCommitted?(jobs: readonly DeliveryJob[]): void;
 }

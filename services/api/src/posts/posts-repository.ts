@@ -5,7 +5,9 @@ import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
-import type { PostChangedData, PostEventRecorder } from './post-events';
+import { rawQuery } from '../../../../shared/db/raw-query';
+import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
+import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
 export interface NewPost {
@@ -79,6 +81,68 @@ const RANDOM_PID_MIN = 10_000;
 const RANDOM_PID_MAX = 99_999;
 // 90 000 slots: ten misses in a row means the range is nearly full, not bad luck.
 const RANDOM_PID_ATTEMPTS = 10;
+/** Random pids drawn per post and attempt of a one-statement batch; see createStatement. */
+const PID_CANDIDATES = 4;
+
+const INSERT_WITH_SEQUENCE_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
+  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`;
+const INSERT_WITH_RANDOM_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid)
+  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
+  ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`;
+
+/** The outbox body's values only PostgreSQL knows until the insert runs, in their order in the event data. */
+const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
+
+/** A timestamp as the JSON string Date.prototype.toISOString() writes (milliseconds truncated, as node-postgres reads them). */
+const isoJson = (column: string) => `'"' || to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`;
+
+/**
+ * A batch of creates with their `post.created` outbox rows in one statement: $1..$5 the posts'
+ * uuid, user_id, title, body, image; $6..$9 the pieces of each envelope around pid, created_at
+ * and updated_at; $10 each request's traceparent; $11 the event; $12 (random) the candidate
+ * pids, {@link PID_CANDIDATES} per post in a row.
+ *
+ * A random pid is the first of its post's candidates that no stored post holds: each attempt
+ * is its own commit, so a retry costs a round trip and a commit where it cost one statement
+ * inside a transaction, and a table filling up must not make most batches retry. The first
+ * free one of independent uniform draws is a uniform draw among the free pids. Posts with no
+ * free candidate, or whose pid another post of the batch or another writer took meanwhile
+ * (ON CONFLICT), are left out and retried by the caller.
+ */
+function createStatement(random: boolean): string {
+  const pid = random ? ', pid' : '';
+  // One probe of the primary key per candidate, written out: over a set (unnest) the planner
+  // may hash the whole posts table instead, at a cost that grows with the table.
+  const candidate = (k: number) => `($12::int[])[(${PID_CANDIDATES} * (ord - 1) + ${k})::int]`;
+  const firstFree = Array.from({ length: PID_CANDIDATES }, (_, k) => `WHEN NOT EXISTS (SELECT 1 FROM posts stored WHERE stored.pid = ${candidate(k + 1)}) THEN ${candidate(k + 1)}`);
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, ord)
+    ), inserted AS (
+      INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image${pid})
+      SELECT * FROM (
+        SELECT post_uuid, user_id, post_title, post_body, post_image${
+          random
+            ? `,
+               CASE ${firstFree.join(' ')} END AS pid`
+            : ''
+        }
+          FROM input
+      ) chosen
+      ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
+      RETURNING ${POST_COLUMNS}
+    ), source AS (
+      SELECT i.ord, p.user_id AS owner_id, i.traceparent,
+             i.piece0 || p.pid::text || i.piece1 || ${isoJson('p.created_at')} || i.piece2 || ${isoJson('p.updated_at')} || i.piece3 AS body
+        FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
+    ), ${fanOutClauses('$11::text')}
+    SELECT p.*, f.delivery_ids, f.endpoint_ids
+      FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid LEFT JOIN fan_by_event f ON f.ord = i.ord`;
+}
+// Unnamed on purpose: a prepared statement would soon run a generic plan, which cannot see the
+// batch's size and anti-joins the whole posts table for the free pids (slower as it grows).
+const CREATE_WITH_SEQUENCE_PIDS = { text: createStatement(false) };
+const CREATE_WITH_RANDOM_PIDS = { text: createStatement(true) };
 
 export function createPostsRepository({ sequelize, events, cache, removeImage, log }: PostsRepositoryDeps): PostsRepository {
   async function rows(sql: string, bind: unknown[], transaction?: Transaction): Promise<PostRow[]> {
@@ -86,9 +150,9 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
   }
 
   /**
-   * Inserts a batch of posts in one statement per attempt; each result is the post's row, or
-   * PostIdsExhaustedError for a random pid that found no free slot. Rows come back in no set
-   * order, so they are matched to the posts by their uuid.
+   * Inserts a batch of posts in one statement per attempt inside `transaction`; each result is
+   * the post's row, or PostIdsExhaustedError for a random pid that found no free slot. Rows come
+   * back in no set order, so they are matched to the posts by their uuid.
    */
   async function insertMany(posts: readonly NewPost[], pidSource: PidSource, transaction: Transaction): Promise<(PostRow | Error)[]> {
     const uuids = posts.map(() => randomUUID());
@@ -106,29 +170,15 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     };
     const all = posts.map((_, index) => index);
     if (pidSource === 'sequence') {
-      place(
-        await rows(
-          `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
-           SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`,
-          columns(all),
-          transaction,
-        ),
-      );
+      place(await rows(INSERT_WITH_SEQUENCE_PIDS, columns(all), transaction));
       return results;
     }
     let missing = all;
     for (let attempt = 0; attempt < RANDOM_PID_ATTEMPTS && missing.length > 0; attempt++) {
       // ON CONFLICT keeps the transaction usable after a collision (with a stored post or
       // another of the batch), so the retry of the posts that collided stays inside it.
-      place(
-        await rows(
-          `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid)
-           SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
-           ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`,
-          [...columns(missing), missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1))],
-          transaction,
-        ),
-      );
+      const pids = missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1));
+      place(await rows(INSERT_WITH_RANDOM_PIDS, [...columns(missing), pids], transaction));
       missing = missing.filter((index) => results[index] === undefined);
     }
     for (const index of missing) results[index] = new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
@@ -136,26 +186,95 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
   }
 
   /**
-   * One group-commit batch of creates: the posts and their outbox rows in one transaction of
-   * two statements. Should the batch fail, each post is tried alone, so one post's error
-   * (a user deleted meanwhile) reaches only its own request.
+   * The batch as one statement per attempt on a pooled connection, past Sequelize's pipeline:
+   * the posts and their outbox rows together (fan-out.ts `fanOutClauses`), so each attempt is
+   * atomic without BEGIN/COMMIT round trips. The outbox bodies are serialised here around the
+   * values PostgreSQL gives (pid, created_at, updated_at). Each attempt's jobs are added once it
+   * committed. A random pid that collided is retried with the posts still missing.
+   *
+   * @throws the first attempt's error (nothing of the batch was written)
+   */
+  async function writeBatchInOneStatement(
+    items: PendingCreate[],
+    pidSource: PidSource,
+    queueCommitted: NonNullable<PostEventRecorder['queueCommitted']>,
+  ): Promise<Settled<CreatedPost>[]> {
+    const uuids = items.map(() => randomUUID());
+    const pieces = items.map(({ post }, index) => {
+      const shape = toChangedData({ pid: 0, uuid: uuids[index], userId: post.userId, title: post.title, content: post.content, image: post.image, createdAt: '', updatedAt: '' });
+      return splitEnvelope({ ...shape }, 'post.created', ENVELOPE_HOLES);
+    });
+    const position = new Map<string, number>(uuids.map((uuid, index) => [uuid, index]));
+    const outcomes: Settled<CreatedPost>[] = new Array(items.length);
+    const random = pidSource === 'random';
+    let missing = items.map((_, index) => index);
+    for (let attempt = 0; attempt < (random ? RANDOM_PID_ATTEMPTS : 1) && missing.length > 0; attempt++) {
+      const column = <T>(pick: (index: number) => T) => missing.map(pick);
+      const values = [
+        column((i) => uuids[i]),
+        column((i) => items[i].post.userId),
+        column((i) => items[i].post.title),
+        column((i) => items[i].post.content),
+        column((i) => items[i].post.image),
+        ...[0, 1, 2, 3].map((n) => column((i) => pieces[i][n])),
+        column((i) => items[i].traceparent),
+        'post.created',
+        ...(random ? [missing.flatMap(() => Array.from({ length: PID_CANDIDATES }, () => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1)))] : []),
+      ];
+      let found: (PostRow & FannedOutEvent)[];
+      try {
+        found = await rawQuery<PostRow & FannedOutEvent>(sequelize, { ...(random ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS), values });
+      } catch (error) {
+        if (attempt === 0) throw error;
+        // The earlier attempts' posts are committed: each post still missing is tried alone.
+        const alone = await Promise.all(missing.map((index) => createBatch([items[index]], pidSource)));
+        missing.forEach((index, n) => (outcomes[index] = alone[n][0]));
+        return outcomes;
+      }
+      const jobs = found.map(jobsOfEvent);
+      found.forEach((row, n) => {
+        outcomes[position.get(row.post_uuid)!] = { ok: true, value: { record: toPostRecord(row), deliveryIds: jobs[n].map((job) => job.deliveryId) } };
+      });
+      queueCommitted(jobs.flat());
+      missing = missing.filter((index) => outcomes[index] === undefined);
+    }
+    for (const index of missing) outcomes[index] = { ok: false, error: new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS) };
+    return outcomes;
+  }
+
+  /** The batch in a Sequelize transaction, for a recorder without `queueCommitted` (one event at a time). */
+  async function writeBatchSequelize(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
+    return sequelize.transaction(async (transaction) => {
+      const inserted = await insertMany(
+        items.map((item) => item.post),
+        pidSource,
+        transaction,
+      );
+      const outcomes: Settled<CreatedPost>[] = [];
+      for (const row of inserted) {
+        if (row instanceof Error) {
+          outcomes.push({ ok: false, error: row });
+          continue;
+        }
+        const record = toPostRecord(row);
+        await events.record(transaction, 'post.created', toChangedData(record));
+        outcomes.push({ ok: true, value: { record, deliveryIds: [] } });
+      }
+      return outcomes;
+    });
+  }
+
+  /**
+   * One group-commit batch of creates: the posts and their outbox rows committed together.
+   * Should the batch fail, each post is tried alone, so one post's error (a user deleted
+   * meanwhile) reaches only its own request.
    */
   async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
     let outcomes: Settled<CreatedPost>[];
     try {
-      outcomes = await sequelize.transaction(async (transaction) => {
-        const inserted = await insertMany(
-          items.map((item) => item.post),
-          pidSource,
-          transaction,
-        );
-        const created = inserted.flatMap((row, index) => (row instanceof Error ? [] : [{ index, record: toPostRecord(row) }]));
-        const events = created.map(({ index, record }) => ({ data: toChangedData(record), traceparent: items[index].traceparent }));
-        const deliveryIds = await recordCreated(transaction, events);
-        const settled: Settled<CreatedPost>[] = inserted.map((row) => ({ ok: false, error: row }));
-        created.forEach(({ index, record }, n) => (settled[index] = { ok: true, value: { record, deliveryIds: deliveryIds[n] } }));
-        return settled;
-      });
+      outcomes = events.queueCommitted
+        ? await writeBatchInOneStatement(items, pidSource, events.queueCommitted.bind(events))
+        : await writeBatchSequelize(items, pidSource);
     } catch (error) {
       if (items.length === 1) return [{ ok: false, error }];
       return Promise.all(items.map(async (item) => (await createBatch([item], pidSource))[0]));
@@ -164,13 +283,6 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     const pids = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.value.record.pid] : []));
     if (pids.length > 0) await cache.invalidate(pids);
     return outcomes;
-  }
-
-  async function recordCreated(transaction: Transaction, created: { data: PostChangedData; traceparent: string | null }[]): Promise<string[][]> {
-    if (created.length === 0) return [];
-    if (events.recordMany) return events.recordMany(transaction, 'post.created', created);
-    for (const { data } of created) await events.record(transaction, 'post.created', data);
-    return created.map(() => []);
   }
 
   const creates: Record<PidSource, GroupCommit<PendingCreate, CreatedPost>> = {
@@ -196,23 +308,25 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       return record;
     },
 
+    // The reads are the hot paths: prepared statements on a pooled connection, past Sequelize's pipeline.
     async findById(pid) {
       if (!isStorablePid(pid)) return null;
-      const [row] = await rows(`SELECT ${POST_COLUMNS} FROM posts WHERE pid = $1`, [pid]);
+      const [row] = await rawQuery<PostRow>(sequelize, { name: 'posts-find-by-id', text: `SELECT ${POST_COLUMNS} FROM posts WHERE pid = $1`, values: [pid] });
       return row ? toPostRecord(row) : null;
     },
 
     async list(limit, offset) {
       // No window count here: `count(*) OVER ()` makes PostgreSQL read and sort the whole table per page.
-      const found = await sequelize.query<PostRow>(
-        `SELECT ${POST_COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
-        { bind: [limit, offset], type: QueryTypes.SELECT, raw: true },
-      );
+      const found = await rawQuery<PostRow>(sequelize, {
+        name: 'posts-list',
+        text: `SELECT ${POST_COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
+        values: [limit, offset],
+      });
       return { posts: found.map(toPostRecord) };
     },
 
     async count() {
-      const [row] = await sequelize.query<{ count: string }>('SELECT count(*) AS count FROM posts', { type: QueryTypes.SELECT, raw: true });
+      const [row] = await rawQuery<{ count: string }>(sequelize, { name: 'posts-count', text: 'SELECT count(*) AS count FROM posts' });
       return Number(row.count);
     },
 
