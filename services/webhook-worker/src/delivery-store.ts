@@ -1,7 +1,7 @@
 import { BaseError, ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import type { DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
-import { PreparedStatement, runPrepared } from '../../../shared/db/prepared-statement';
+import { rawQuery } from '../../../shared/db/raw-query';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
@@ -96,8 +96,10 @@ interface ClaimRow {
   one_shot: boolean;
 }
 
+// The worker's hot statements are prepared (named): planning their CTEs cost PostgreSQL twice
+// what running them did. Their plans join on primary keys, whatever a batch's size.
 // $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery).
-const CLAIM_BATCH: PreparedStatement = {
+const CLAIM_BATCH = {
   name: 'webhook_worker_claim',
   text: `
   WITH c AS (
@@ -128,7 +130,7 @@ const DISABLES = `e.active AND ($10::text IS NOT NULL OR (NOT $9::boolean
 // first failure after a success and the first success after a failure do. A duplicate
 // attempt number (a job re-run after a crash mid-record) is ignored. The notice's body is
 // the DESIGN §7 envelope, built here so it commits with the disable.
-const RECORD: PreparedStatement = {
+const RECORD = {
   name: 'webhook_worker_record',
   text: `
   WITH attempt AS (
@@ -171,7 +173,7 @@ const RECORD: PreparedStatement = {
 // The common case, a 2xx, for a batch of attempts at once: $1..$6 one array entry per
 // attempt. A success never disables an endpoint; it only ends the failing streak of an
 // endpoint that had one, a write made once per endpoint row whatever the batch holds.
-const RECORD_SUCCESSES: PreparedStatement = {
+const RECORD_SUCCESSES = {
   name: 'webhook_worker_record_successes',
   text: `
   WITH r AS (
@@ -261,20 +263,23 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    const rows = await runPrepared<ClaimRow>(sequelize, CLAIM_BATCH, [batch.map((claim) => claim.deliveryId), batch.map((claim) => claim.oneShot)]);
+    const rows = await rawQuery<ClaimRow>(sequelize, { ...CLAIM_BATCH, values: [batch.map((claim) => claim.deliveryId), batch.map((claim) => claim.oneShot)] });
     const claimed = new Map(rows.map((row) => [row.id, toClaimedDelivery(row)]));
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
 
   const successes = batched<AttemptRecord, RecordResult>(async (batch) => {
-    await runPrepared(sequelize, RECORD_SUCCESSES, [
-      batch.map((record) => record.deliveryId),
-      batch.map((record) => record.attemptNumber),
-      batch.map((record) => record.statusCode),
-      batch.map((record) => record.durationMs),
-      batch.map((record) => storableText(record.response)),
-      batch.map((record) => record.endpointId),
-    ]);
+    await rawQuery(sequelize, {
+      ...RECORD_SUCCESSES,
+      values: [
+        batch.map((record) => record.deliveryId),
+        batch.map((record) => record.attemptNumber),
+        batch.map((record) => record.statusCode),
+        batch.map((record) => record.durationMs),
+        batch.map((record) => storableText(record.response)),
+        batch.map((record) => record.endpointId),
+      ],
+    });
     return batch.map(() => ({ noticeIds: [], disabledReason: null }));
   });
 
@@ -298,20 +303,23 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
 
     async recordAttempt(record) {
       if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) return successes.submit(record);
-      const rows = await runPrepared<{ notice_ids: string[] | null; disabled_reason: string | null }>(sequelize, RECORD, [
-        record.deliveryId,
-        record.attemptNumber,
-        record.statusCode,
-        record.error,
-        record.durationMs,
-        storableText(record.response),
-        record.status,
-        record.nextAttemptAt,
-        record.succeeded,
-        record.goneReason,
-        disableAfterS,
-        record.endpointId,
-      ]);
+      const rows = await rawQuery<{ notice_ids: string[] | null; disabled_reason: string | null }>(sequelize, {
+        ...RECORD,
+        values: [
+          record.deliveryId,
+          record.attemptNumber,
+          record.statusCode,
+          record.error,
+          record.durationMs,
+          storableText(record.response),
+          record.status,
+          record.nextAttemptAt,
+          record.succeeded,
+          record.goneReason,
+          disableAfterS,
+          record.endpointId,
+        ],
+      });
       return { noticeIds: rows[0]?.notice_ids ?? [], disabledReason: rows[0]?.disabled_reason ?? null };
     },
 
