@@ -111,7 +111,7 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
       notes: [
         `${settings.apiPosts} posts seeded; GET one post rotates over ${SAMPLE_PIDS} of them; every figure follows a ${settings.apiWarmupS} s warm-up of the same requests.`,
         'Our api authenticates every request (bearer token + user_id, from the credential cache once seen; the user has no quota, limit 0, so Layout A counts nothing) and writes the outbox on create: one webhook endpoint is subscribed, so each create also inserts a delivery row and adds a job to the queue (no worker runs in this section). The baseline does none of this.',
-        'RSS is each server process\'s VmRSS after its three runs; our services log at warn level, the baseline has no logger.',
+        "RSS is each server process's VmRSS after its three runs; our services log at warn level and run with the node options of their start commands (`NODE_HEAP_FLAGS`, scripts/services.ts), the baseline has no logger and node's defaults.",
       ],
     };
   } finally {

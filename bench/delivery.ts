@@ -123,7 +123,7 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
         "Latency: posts are created through api layout b at a steady rate, open loop (post i leaves at i / rate whether or not the earlier ones were answered; `bench/lib/paced-load.ts`), with one worker running and one endpoint subscribed; the sink subtracts the event's `created_at` (set by PostgreSQL inside the creating transaction, so slightly before commit) from its receipt time. The p99 goal holds only at the asked rate: below 95 % of it achieved, the figure is marked invalid.",
         "Burst (a reference, no goal): autocannon's `overallRate` gives each connection a budget per second that it spends as fast as the api answers, so each second's posts arrive together at its start; the p99 there is the time to clear a second's posts at once.",
         'Peak RSS: VmRSS of the api and of the worker process, sampled every 100 ms from the first post until the last webhook is received.',
-        "Our worker runs with the node options of its start command (`WORKER_NODE_FLAGS`, scripts/services.ts: V8 heap sizing); the bare workers with node's defaults.",
+        "Our worker and api run with the node options of their start commands (`NODE_HEAP_FLAGS`, scripts/services.ts: V8 heap sizing); the bare workers with node's defaults.",
       ],
     };
   } finally {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { WORKER_NODE_FLAGS } from '../../scripts/services';
+import { NODE_HEAP_FLAGS } from '../../scripts/services';
 import type { SinkStats } from '../sink-receiver';
 import { Child, distPath, firstMessage, startChild, waitForHttp } from './children';
 import { freePort, getJson } from './net';
@@ -32,6 +32,7 @@ export async function startApi(
   const url = `http://127.0.0.1:${port}`;
   const child = startChild(scope, `api-${layout}`, distPath('services', 'api', 'src', 'server.js'), {
     env: serviceEnv(settings, databaseUrl, redisPrefix, { API_LAYOUT: layout, PORT: String(port), APP_URL: url, UPLOAD_DIR: uploadDir }),
+    nodeArgs: NODE_HEAP_FLAGS,
     cpuProfDir: settings.cpuProfDir,
   });
   await waitForHttp(child, `${url}/ready`);
@@ -74,7 +75,7 @@ export async function startWorker(
       // isolation policy, not the delivery path the baseline is compared with.
       WEBHOOK_ENDPOINT_CONCURRENCY: '1000',
     }),
-    nodeArgs: WORKER_NODE_FLAGS,
+    nodeArgs: NODE_HEAP_FLAGS,
     cpuProfDir: settings.cpuProfDir,
   });
   await waitForHttp(child, `http://127.0.0.1:${port}/ready`);
