@@ -7,15 +7,29 @@ export interface GroupCommit<I, R> {
   submit(item: I): Promise<R>;
 }
 
+/** Options of {@link createGroupCommit}. */
+export interface GroupCommitOptions {
+  /** Items per batch at most; default 200. */
+  maxBatch?: number;
+  /**
+   * Whether a batch that failed with `error` is run again item by item, so that the error
+   * reaches only the items it belongs to (one bad row, a deadlock between two processes'
+   * batches); default never. A batch of one, or an error this refuses (the database away),
+   * fails every item of the batch with it.
+   */
+  retryAlone?(error: unknown): boolean;
+}
+
 /**
  * Group commit: one batch runs at a time; items submitted meanwhile wait and go together
  * in the next batch, which starts as soon as the previous one returns. At low load a batch
  * is one item and starts at once (no fixed wait); under load batches grow with the load.
  *
- * @param run - writes a batch; returns one outcome per item in input order; a rejection fails every item of the batch with it
- * @param maxBatch - items per batch at most
+ * @param run - writes a batch; returns one outcome per item in input order; a rejection fails
+ *   every item of the batch with it, unless {@link GroupCommitOptions.retryAlone} splits it
  */
-export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[]>, maxBatch = 200): GroupCommit<I, R> {
+export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[]>, options: GroupCommitOptions = {}): GroupCommit<I, R> {
+  const maxBatch = options.maxBatch ?? 200;
   interface Waiting {
     item: I;
     resolve(value: R): void;
@@ -29,7 +43,7 @@ export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[
     running = true;
     const batch = waiting.length <= maxBatch ? waiting : waiting.slice(0, maxBatch);
     waiting = waiting.length <= maxBatch ? [] : waiting.slice(maxBatch);
-    run(batch.map((entry) => entry.item))
+    runSplitting(batch.map((entry) => entry.item))
       .then(
         (outcomes) =>
           batch.forEach((entry, index) => {
@@ -43,6 +57,22 @@ export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[
         running = false;
         next();
       });
+  }
+
+  async function runSplitting(items: I[]): Promise<Settled<R>[]> {
+    try {
+      return await run(items);
+    } catch (error) {
+      if (items.length === 1 || !options.retryAlone?.(error)) throw error;
+      return Promise.all(
+        items.map((item) =>
+          run([item]).then(
+            ([outcome]) => outcome,
+            (alone: unknown): Settled<R> => ({ ok: false, error: alone }),
+          ),
+        ),
+      );
+    }
   }
 
   return {

@@ -239,26 +239,12 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   const disableAfterS = options.disableAfterS;
 
   /**
-   * Runs a batch as one statement; should it fail for another reason than PostgreSQL being
-   * away (a deadlock between two workers' batches), each item is tried alone, so an error
-   * reaches only its own job.
+   * Runs the jobs' items of a batch as one statement; should it fail for another reason than
+   * PostgreSQL being away, each item is tried alone, so an error reaches only its own job.
    */
   function batched<I, R>(run: (items: I[]) => Promise<R[]>) {
-    return createGroupCommit<I, R>(async (batch) => {
-      try {
-        return (await run(batch)).map((value) => ({ ok: true as const, value }));
-      } catch (error) {
-        if (batch.length === 1 || isDatabaseUnavailable(error)) throw error;
-        return Promise.all(
-          batch.map(async (item) => {
-            try {
-              return { ok: true as const, value: (await run([item]))[0] };
-            } catch (alone) {
-              return { ok: false as const, error: alone };
-            }
-          }),
-        );
-      }
+    return createGroupCommit<I, R>(async (batch) => (await run(batch)).map((value) => ({ ok: true as const, value })), {
+      retryAlone: (error) => !isDatabaseUnavailable(error),
     });
   }
 

@@ -227,8 +227,10 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       } catch (error) {
         if (attempt === 0) throw error;
         // The earlier attempts' posts are committed: each post still missing is tried alone.
-        const alone = await Promise.all(missing.map((index) => createBatch([items[index]], pidSource)));
-        missing.forEach((index, n) => (outcomes[index] = alone[n][0]));
+        const alone = await Promise.all(
+          missing.map((index) => createBatch([items[index]], pidSource).then(([outcome]) => outcome, (failure: unknown): Settled<CreatedPost> => ({ ok: false, error: failure }))),
+        );
+        missing.forEach((index, n) => (outcomes[index] = alone[n]));
         return outcomes;
       }
       const jobs = found.map(jobsOfEvent);
@@ -266,19 +268,14 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
 
   /**
    * One group-commit batch of creates: the posts and their outbox rows committed together.
-   * Should the batch fail, each post is tried alone, so one post's error (a user deleted
-   * meanwhile) reaches only its own request.
+   * Should the batch fail, the group commit tries each post alone (`retryAlone`), so one
+   * post's error (a user deleted meanwhile) reaches only its own request.
+   * @throws the batch's error, when nothing of it was written
    */
   async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
-    let outcomes: Settled<CreatedPost>[];
-    try {
-      outcomes = events.queueCommitted
-        ? await writeBatchInOneStatement(items, pidSource, events.queueCommitted.bind(events))
-        : await writeBatchSequelize(items, pidSource);
-    } catch (error) {
-      if (items.length === 1) return [{ ok: false, error }];
-      return Promise.all(items.map(async (item) => (await createBatch([item], pidSource))[0]));
-    }
+    const outcomes = events.queueCommitted
+      ? await writeBatchInOneStatement(items, pidSource, events.queueCommitted.bind(events))
+      : await writeBatchSequelize(items, pidSource);
     // One invalidation for the batch (it never throws), before any of its requests is answered.
     const pids = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.value.record.pid] : []));
     if (pids.length > 0) await cache.invalidate(pids);
@@ -286,8 +283,8 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
   }
 
   const creates: Record<PidSource, GroupCommit<PendingCreate, CreatedPost>> = {
-    sequence: createGroupCommit((items) => createBatch(items, 'sequence')),
-    random: createGroupCommit((items) => createBatch(items, 'random')),
+    sequence: createGroupCommit((items) => createBatch(items, 'sequence'), { retryAlone: () => true }),
+    random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone: () => true }),
   };
 
   async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {
