@@ -1,24 +1,27 @@
 import { ConnectionError, DatabaseError } from 'sequelize';
 
 // SQLSTATE codes (PostgreSQL manual, Appendix A) meaning "the server cannot serve now", not
-// "this statement is wrong": class 08 connection exceptions, shutdowns, start-up, too many connections.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
-// node-postgres reports a connection lost mid-query with these messages and no SQLSTATE.
-const LOST_CONNECTION = /Connection terminated|not queryable|Query read timeout|timeout exceeded when trying to connect/i;
+// "this statement is wrong": class 08 connection exceptions, shutdowns, start-up, an idle
+// session ended, too many connections.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
+// node-postgres reports a connection lost mid-query with these messages and no SQLSTATE,
+// or with the socket's error code.
+const LOST_CONNECTION = /Connection terminated|not queryable|Query read timeout|timeout exceeded when trying to connect|connection is closed|Client has encountered a connection error/i;
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
 
 /**
  * Whether `error` (or an error it wraps, through `cause`, `parent` or `original`) means
  * PostgreSQL is unreachable or not accepting work right now: Sequelize's connection errors
  * (refused, timed out, pool acquire timeout; not a server's refusal such as an unknown
- * database or a wrong password), SQLSTATE class 08, 57P01-57P03 and 53300, or a
- * connection node-postgres lost mid-query. Such a failure is temporary: answer 503, retry later.
+ * database or a wrong password), SQLSTATE class 08, 57P01-57P03, 57P05 and 53300, or a
+ * connection node-postgres lost mid-query (reset, refused, timed out, closed). Such a failure is temporary: answer 503, retry later.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
     if (current instanceof ConnectionError) return !isMisconfiguration(current.parent);
     const code = (current as { code?: unknown }).code;
-    if (isUnavailableSqlState(code)) return true;
+    if (isUnavailableSqlState(code) || (typeof code === 'string' && SOCKET_ERRORS.has(code))) return true;
     if (current instanceof DatabaseError && code === undefined && LOST_CONNECTION.test(current.message)) return true;
     const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
     current = wrapped.parent ?? wrapped.original ?? wrapped.cause;

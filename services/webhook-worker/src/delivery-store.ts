@@ -1,5 +1,5 @@
-import { BaseError, ConnectionError, QueryTypes, Sequelize } from 'sequelize';
-import type { DeliveryStatus } from '../../../shared/db';
+import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
+import { isDatabaseUnavailable, type DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
 import { rawQuery } from '../../../shared/db/raw-query';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
@@ -215,18 +215,13 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
 }
 
 /**
- * True when `error` means PostgreSQL cannot be reached now (refused, reset, timed out,
- * shutting down, no pooled connection), as opposed to a bad statement: the attempt is
- * postponed without counting (DESIGN §6, Recovery).
+ * Whether a database error postpones the attempt without counting it (DESIGN §6, Recovery):
+ * PostgreSQL unreachable (shared/db `isDatabaseUnavailable`), and also any failure to connect
+ * at all, a wrong password included: an api request must answer now, a job can wait until
+ * the database is fixed.
  */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  if (error instanceof ConnectionError) return true;
-  if (!(error instanceof BaseError)) return false;
-  const original = (error as { original?: { code?: string; message?: string } }).original;
-  const code = original?.code ?? '';
-  // SQLSTATE class 08 (connection exception) and 57P (operator intervention: shutdown, restart).
-  if (/^(08|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true;
-  return /Connection terminated|connection is closed|Client has encountered a connection error/i.test(original?.message ?? error.message);
+export function postponesAttempt(error: unknown): boolean {
+  return error instanceof ConnectionError || isDatabaseUnavailable(error);
 }
 
 /**
@@ -244,7 +239,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
    */
   function batched<I, R>(run: (items: I[]) => Promise<R[]>) {
     return createGroupCommit<I, R>(async (batch) => (await run(batch)).map((value) => ({ ok: true as const, value })), {
-      retryAlone: (error) => !isDatabaseUnavailable(error),
+      retryAlone: (error) => !postponesAttempt(error),
     });
   }
 

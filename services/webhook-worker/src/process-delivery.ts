@@ -5,7 +5,7 @@ import type { Metrics } from '../../../shared/metrics';
 import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
-import { ClaimedDelivery, DeliveryStore, isDatabaseUnavailable } from './delivery-store';
+import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
 import type { RetryPolicy } from './retry-policy';
 
@@ -143,7 +143,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       if (job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
       return await postpone(job, token, outcome.retryAt);
     } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
+      if (!postponesAttempt(error)) throw error;
       databaseDownSince ??= Date.now();
       const delayMs = Math.min(DATABASE_BACKOFF_MS.max, Math.max(DATABASE_BACKOFF_MS.min, Date.now() - databaseDownSince));
       log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
