@@ -147,7 +147,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       databaseDownSince ??= Date.now();
       const delayMs = Math.min(DATABASE_BACKOFF_MS.max, Math.max(DATABASE_BACKOFF_MS.min, Date.now() - databaseDownSince));
       log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
-      return postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
+      return await postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
     } finally {
       if (leased) await releaseLease(leased, jobId, verdict, log);
     }
