@@ -21,6 +21,15 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare deletedAt: CreationOptional<Date | null>;
   /** The first failed attempt since the last success; null while healthy (auto-disable, DESIGN §6). */
   declare failingSince: CreationOptional<Date | null>;
+  /** Static headers sent with every delivery, names lowercase (DESIGN §14). */
+  declare headers: CreationOptional<Record<string, string>>;
+  /** Attempts started per second across all workers; null for no limit (DESIGN §14). */
+  declare rateLimitPerS: CreationOptional<number | null>;
+  /** Matched against an event's data before a delivery is made; null matches all (DESIGN §14). */
+  declare filter: CreationOptional<Record<string, unknown> | null>;
+  declare ordering: CreationOptional<'unordered' | 'fifo'>;
+  /** `hmac-sha256` (secret `whsec_...`) or `ed25519` (secret the private key `whsk_...`). */
+  declare signatureScheme: CreationOptional<'hmac-sha256' | 'ed25519'>;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -39,6 +48,11 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         disabledReason: { type: DataTypes.TEXT, allowNull: true },
         deletedAt: { type: DataTypes.DATE, allowNull: true },
         failingSince: { type: DataTypes.DATE, allowNull: true },
+        headers: { type: DataTypes.JSONB, allowNull: false, defaultValue: {} },
+        rateLimitPerS: { type: DataTypes.INTEGER, allowNull: true, field: 'rate_limit_per_s' },
+        filter: { type: DataTypes.JSONB, allowNull: true },
+        ordering: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'unordered' },
+        signatureScheme: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'hmac-sha256' },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
