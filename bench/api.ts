@@ -2,6 +2,7 @@ import autocannon from 'autocannon';
 import { BenchDatabase, createBenchDatabase, createBenchRedisPrefix, withClient } from './lib/bench-database';
 import { formatNumber, formatSection, Figure, Section } from './lib/report';
 import { Scope, withScope } from './lib/scope';
+import { median, roundRatios, takeTurns } from './lib/turns';
 import { RunningServer, startApi, startBaselineServer } from './lib/services';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 
@@ -24,13 +25,13 @@ interface Measured {
   p50: number;
   p99: number;
   rssBytes: number;
-  /** 2xx answers, warm-up included (to check creates against the rows that appeared). */
+  /** 2xx answers (to check creates against the rows that appeared). */
   ok: number;
   /** Non-2xx answers and connection errors, in the measured run. */
   failures: number;
   /** Requests of the measured run. */
   total: number;
-  /** For create: rows that really appeared in `posts`, warm-up included (Layout B answers HTTP 200 even on failure). */
+  /** For create: rows that really appeared in `posts` during the run (Layout B answers HTTP 200 even on failure). */
   inserted?: number;
 }
 
@@ -41,9 +42,9 @@ const SAMPLE_PIDS = 100;
 
 /**
  * Requests per second, p50 and p99 latency, and the RSS after the run, of our api in layout
- * a and layout b beside a minimal Fastify + pg server, for GET one post, list 20 and create.
- * Each server runs alone (started, warmed up, measured, stopped) against the run's own
- * database with the same seeded posts.
+ * a and layout b beside a minimal Fastify + pg server, for GET one post, list 20 and create,
+ * against the run's own database with the same seeded posts. The servers take turns round
+ * by round (lib/turns.ts), so the machine's noise falls on all of them alike.
  */
 export async function runApiBench(settings: BenchSettings): Promise<Section> {
   const scope = new Scope();
@@ -81,25 +82,29 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
         createBody: JSON.stringify({ title: 'Benchmark post', content: POST_BODY, userId: db.userId }),
       },
     ];
-    const results = new Map<string, Record<Scenario, Measured>>();
-    for (const target of targets) results.set(target.name, await measureTarget(settings, db, target, pids));
+    const results = await measureTargets(settings, db, targets, pids);
 
-    const base = results.get('baseline')!;
     const figure = (title: string, layout: 'a' | 'b', scenario: Scenario, goal?: number): Figure => {
       const ours = results.get(`layout ${layout}`)![scenario];
+      const base = results.get('baseline')![scenario];
+      const problem = problemOf(ours) ?? (problemOf(base) && `baseline: ${problemOf(base)}`);
       return {
         name: title,
         unit: 'req/s',
-        ours: ours.rps,
-        problem: problemOf(ours) ?? (problemOf(base[scenario]) && `baseline: ${problemOf(base[scenario])}`),
+        ours: median(ours.map((m) => m.rps)),
+        problem,
         oursDetail: detail(ours),
-        baseline: { name: 'Fastify + pg', value: base[scenario].rps },
-        baselineDetail: detail(base[scenario]),
+        baseline: { name: 'Fastify + pg', value: median(base.map((m) => m.rps)) },
+        baselineDetail: detail(base),
+        ratios: roundRatios(
+          ours.map((m) => m.rps),
+          base.map((m) => m.rps),
+        ),
         goal,
       };
     };
     return {
-      title: `API (autocannon, ${settings.apiConnections} connections, ${settings.apiDurationS} s per figure)`,
+      title: `API (autocannon, ${settings.apiConnections} connections, ${settings.rounds} rounds of ${settings.apiDurationS} s per contender and figure)`,
       figures: [
         figure('GET one post, layout a (cached)', 'a', 'get', 1.0),
         figure('GET one post, layout b', 'b', 'get', 0.8),
@@ -109,9 +114,9 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
         figure('create, layout b', 'b', 'create', 0.5),
       ],
       notes: [
-        `${settings.apiPosts} posts seeded; GET one post rotates over ${SAMPLE_PIDS} of them; every figure follows a ${settings.apiWarmupS} s warm-up of the same requests.`,
+        `${settings.apiPosts} posts seeded; GET one post rotates over ${SAMPLE_PIDS} of them. The three servers run side by side for the whole section; for each scenario every server is warmed up for ${settings.apiWarmupS} s, then the servers take turns, ${settings.rounds} rounds of ${settings.apiDurationS} s each (order reversed every other round). Requests per second and latencies are the median of the rounds; the ratio is the median of the per-round ratios, with their min-max.`,
         'Our api authenticates every request (bearer token + user_id, from the credential cache once seen; the user has no quota, limit 0, so Layout A counts nothing) and writes the outbox on create: one webhook endpoint is subscribed, so each create also inserts a delivery row and adds a job to the queue (no worker runs in this section). The baseline does none of this.',
-        "RSS is each server process's VmRSS after its three runs; our services log at warn level and run with the node options of their start commands (`NODE_HEAP_FLAGS`, scripts/services.ts), the baseline has no logger and node's defaults.",
+        "RSS is each server process's VmRSS after its last run; our services log at warn level and run with the node options of their start commands (`NODE_HEAP_FLAGS`, scripts/services.ts), the baseline has no logger and node's defaults.",
       ],
     };
   } finally {
@@ -119,59 +124,80 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
   }
 }
 
-async function measureTarget(settings: BenchSettings, db: BenchDatabase, target: Target, pids: number[]): Promise<Record<Scenario, Measured>> {
+/**
+ * Starts every target, then per scenario warms each one up and lets them take turns for the
+ * run's rounds.
+ *
+ * @returns per target name, per scenario, one measurement per round
+ */
+async function measureTargets(
+  settings: BenchSettings,
+  db: BenchDatabase,
+  targets: readonly Target[],
+  pids: number[],
+): Promise<Map<string, Record<Scenario, Measured[]>>> {
   return withScope(async (scope) => {
-    const server = await target.start(scope);
-    let next = 0;
-    const get: autocannon.RequestSpec = {
-      method: 'GET',
-      setupRequest: (request) => ({ ...request, path: target.getPath(pids[next++ % pids.length]) }),
-    };
-    const list: autocannon.RequestSpec = { method: 'GET', path: target.listPath };
-    const create: autocannon.RequestSpec = {
-      method: 'POST',
-      path: target.createPath,
-      headers: { 'content-type': 'application/json' },
-      body: target.createBody,
-    };
-    const run = async (spec: autocannon.RequestSpec): Promise<Measured> => {
-      const options = { url: server.url, connections: settings.apiConnections, headers: target.headers, requests: [spec] };
-      const warm = await autocannon({ ...options, duration: settings.apiWarmupS });
-      const result = await autocannon({ ...options, duration: settings.apiDurationS });
+    const servers = await Promise.all(targets.map((target) => target.start(scope)));
+    const specs = targets.map((target): Record<Scenario, autocannon.RequestSpec> => {
+      let next = 0;
+      return {
+        get: { method: 'GET', setupRequest: (request) => ({ ...request, path: target.getPath(pids[next++ % pids.length]) }) },
+        list: { method: 'GET', path: target.listPath },
+        create: { method: 'POST', path: target.createPath, headers: { 'content-type': 'application/json' }, body: target.createBody },
+      };
+    });
+    const run = async (i: number, scenario: Scenario, duration: number): Promise<Measured> => {
+      const options = { url: servers[i].url, connections: settings.apiConnections, headers: targets[i].headers, requests: [specs[i][scenario]] };
+      const before = scenario === 'create' ? await countPosts(db) : 0;
+      const result = await autocannon({ ...options, duration });
       const failures = result.non2xx + result.errors;
       return {
         rps: result.requests.average,
         p50: result.latency.p50,
         p99: result.latency.p99,
-        rssBytes: server.child.rssBytes(),
-        ok: warm['2xx'] + result['2xx'],
+        rssBytes: servers[i].child.rssBytes(),
+        ok: result['2xx'],
         failures,
         total: result['2xx'] + failures,
+        inserted: scenario === 'create' ? (await countPosts(db)) - before : undefined,
       };
     };
-    const getResult = await run(get);
-    const listResult = await run(list);
-    const before = await countPosts(db);
-    const createResult = await run(create);
-    createResult.inserted = (await countPosts(db)) - before;
-    return { get: getResult, list: listResult, create: createResult };
+    const results = new Map<string, Record<Scenario, Measured[]>>(targets.map((target) => [target.name, { get: [], list: [], create: [] }]));
+    for (const scenario of ['get', 'list', 'create'] as const) {
+      for (let i = 0; i < targets.length; i += 1) await run(i, scenario, settings.apiWarmupS);
+      const rounds = await takeTurns(
+        settings.rounds,
+        targets.map((target, i) => ({ name: target.name, run: () => run(i, scenario, settings.apiDurationS) })),
+      );
+      targets.forEach((target, i) => (results.get(target.name)![scenario] = rounds[i]));
+    }
+    return results;
   });
 }
 
-function problemOf(measured: Measured): string | undefined {
-  if (measured.total === 0 || measured.failures / measured.total > MAX_FAILURE_SHARE) {
-    return `${formatNumber(measured.failures)} of ${formatNumber(measured.total)} requests failed`;
+function problemOf(rounds: readonly Measured[]): string | undefined {
+  const total = rounds.reduce((sum, m) => sum + m.total, 0);
+  const failures = rounds.reduce((sum, m) => sum + m.failures, 0);
+  if (total === 0 || failures / total > MAX_FAILURE_SHARE) {
+    return `${formatNumber(failures)} of ${formatNumber(total)} requests failed`;
   }
-  if (measured.inserted !== undefined && measured.inserted < measured.ok * (1 - MAX_FAILURE_SHARE)) {
-    return `${formatNumber(measured.ok)} creates answered 2xx but ${formatNumber(measured.inserted)} rows appeared`;
+  const ok = rounds.reduce((sum, m) => sum + m.ok, 0);
+  const inserted = rounds.reduce((sum, m) => sum + (m.inserted ?? 0), 0);
+  if (rounds.some((m) => m.inserted !== undefined) && inserted < ok * (1 - MAX_FAILURE_SHARE)) {
+    return `${formatNumber(ok)} creates answered 2xx but ${formatNumber(inserted)} rows appeared`;
   }
   return undefined;
 }
 
-function detail(measured: Measured): string {
-  const parts = [`p50 ${measured.p50} ms`, `p99 ${measured.p99} ms`, `RSS ${Math.round(measured.rssBytes / 2 ** 20)} MB`];
-  if (measured.failures > 0) parts.push(`${formatNumber(measured.failures)} non-2xx or errors`);
-  if (measured.inserted !== undefined) parts.push(`${formatNumber(measured.inserted)} rows inserted incl. warm-up`);
+function detail(rounds: readonly Measured[]): string {
+  const last = rounds[rounds.length - 1];
+  const parts = [
+    `p50 ${median(rounds.map((m) => m.p50))} ms`,
+    `p99 ${median(rounds.map((m) => m.p99))} ms`,
+    `RSS ${Math.round(last.rssBytes / 2 ** 20)} MB`,
+  ];
+  const failures = rounds.reduce((sum, m) => sum + m.failures, 0);
+  if (failures > 0) parts.push(`${formatNumber(failures)} non-2xx or errors`);
   return parts.join(', ');
 }
 

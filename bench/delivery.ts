@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
 import { BenchDatabase, createBenchDatabase, createBenchRedisPrefix, withClient } from './lib/bench-database';
 import {
@@ -8,12 +10,14 @@ import {
   measureWorkers,
   subscribeOnly,
   waitForReceipts,
+  WorkerMeasurement,
 } from './lib/delivery-run';
 import { pacedLoad } from './lib/paced-load';
-import { formatNumber, formatSection, Section } from './lib/report';
+import { Figure, formatNumber, formatSection, Section } from './lib/report';
 import { Scope, withScope } from './lib/scope';
 import { startApi, startBareWorker, startSink, startWorker } from './lib/services';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
+import { median, roundRatios, takeTurns } from './lib/turns';
 
 /**
  * Webhooks delivered per second end to end (job added, delivery loaded, signed, sent,
@@ -29,77 +33,97 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
     const secret = newSecret();
     const sink = await startSink(scope, settings, { secret });
     const endpointId = await subscribeOnly(db, `${sink.url}/webhooks/posts`, secret);
-    const warmup = Math.min(1_000, Math.ceil(settings.events / 10));
+    const perRound = Math.max(1, Math.round(settings.events / settings.rounds));
+    const warmup = Math.min(1_000, Math.ceil(perRound / 4));
 
     const oursPrefix = `${redisPrefix}_w`;
-    const ours = await withScope(async (inner) => {
-      const worker = await startWorker(inner, settings, db.url, oursPrefix, 'webhook-worker');
-      return measureWorkers(
-        [worker],
-        () => deliverThroughOurWorker(settings, db, oursPrefix, sink, endpointId, warmup, tag()),
-        () => deliverThroughOurWorker(settings, db, oursPrefix, sink, endpointId, settings.events, tag()),
-      );
-    });
     const barePrefix = `${redisPrefix}_bare`;
-    const bare = await withScope(async (inner) => {
-      const worker = await startBareWorker(inner, settings, barePrefix, BARE_QUEUE);
-      return measureWorkers(
-        [worker],
-        () => deliverThroughBareWorker(settings, barePrefix, BARE_QUEUE, sink, warmup, tag()),
-        () => deliverThroughBareWorker(settings, barePrefix, BARE_QUEUE, sink, settings.events, tag()),
-      );
-    });
     const recordingPrefix = `${redisPrefix}_rec`;
-    const recording = await withScope(async (inner) => {
-      const worker = await startBareWorker(inner, settings, recordingPrefix, BARE_QUEUE, db.url);
-      const recorded = { db, endpointId };
-      return measureWorkers(
-        [worker],
-        () => deliverThroughBareWorker(settings, recordingPrefix, BARE_QUEUE, sink, warmup, tag(), recorded),
-        () => deliverThroughBareWorker(settings, recordingPrefix, BARE_QUEUE, sink, settings.events, tag(), recorded),
+    const recorded = { db, endpointId };
+    const [ours, bare, recording] = await withScope(async (inner) => {
+      const workers = {
+        ours: await startWorker(inner, settings, db.url, oursPrefix, 'webhook-worker'),
+        bare: await startBareWorker(inner, settings, barePrefix, BARE_QUEUE),
+        recording: await startBareWorker(inner, settings, recordingPrefix, BARE_QUEUE, db.url),
+      };
+      const contenders = [
+        {
+          name: 'ours',
+          run: (events: number) => measureWorkers([workers.ours], () => deliverThroughOurWorker(settings, db, oursPrefix, sink, endpointId, events, tag())),
+        },
+        {
+          name: 'bare',
+          run: (events: number) => measureWorkers([workers.bare], () => deliverThroughBareWorker(settings, barePrefix, BARE_QUEUE, sink, events, tag())),
+        },
+        {
+          name: 'bare with bookkeeping',
+          run: (events: number) =>
+            measureWorkers([workers.recording], () => deliverThroughBareWorker(settings, recordingPrefix, BARE_QUEUE, sink, events, tag(), recorded)),
+        },
+      ];
+      for (const contender of contenders) await contender.run(warmup);
+      return takeTurns(
+        settings.rounds,
+        contenders.map((contender) => ({ name: contender.name, run: () => contender.run(perRound) })),
       );
     });
-    const latency = await withScope((inner) => measureLatency(inner, settings, db, `${redisPrefix}_l`, 'paced'));
-    const burst = await withScope((inner) => measureLatency(inner, settings, db, `${redisPrefix}_lb`, 'burst'));
+    const curve: Latency[] = [];
+    for (const rate of settings.latencyRates) {
+      curve.push(await withScope((inner) => measureLatency(inner, settings, db, `${redisPrefix}_l${rate}`, 'paced', rate)));
+    }
+    const latency = curve.find((point) => point.askedRate === settings.latencyRate)!;
+    const burst = await withScope((inner) => measureLatency(inner, settings, db, `${redisPrefix}_lb`, 'burst', settings.latencyRate));
+    const throughput = (runs: readonly WorkerMeasurement[]) => median(runs.map((m) => m.run.perSecond));
+    const incomplete = ours.filter((m) => m.run.succeeded !== m.run.events);
 
     return {
-      title: `Delivery (${formatNumber(settings.events)} webhooks, worker concurrency ${settings.workerConcurrency})`,
+      title: `Delivery (${formatNumber(settings.events)} webhooks per contender in ${settings.rounds} rounds, worker concurrency ${settings.workerConcurrency})`,
       figures: [
         {
           name: 'webhooks delivered end to end',
           unit: 'webhooks/s',
-          ours: ours.run.perSecond,
+          ours: throughput(ours),
           problem:
-            ours.run.succeeded === ours.run.events
+            incomplete.length === 0
               ? undefined
-              : `${formatNumber(ours.run.succeeded ?? 0)} of ${formatNumber(ours.run.events)} recorded as succeeded`,
-          oursDetail: describeMeasurement(ours),
-          baseline: { name: 'bare BullMQ + axios, unsigned', value: bare.run.perSecond },
-          baselineDetail: describeMeasurement(bare),
+              : `${formatNumber(incomplete[0].run.succeeded ?? 0)} of ${formatNumber(incomplete[0].run.events)} recorded as succeeded in a round`,
+          oursDetail: describeMeasurement(ours[ours.length - 1]),
+          baseline: { name: 'bare BullMQ + axios, unsigned', value: throughput(bare) },
+          baselineDetail: describeMeasurement(bare[bare.length - 1]),
+          ratios: roundRatios(
+            ours.map((m) => m.run.perSecond),
+            bare.map((m) => m.run.perSecond),
+          ),
           goal: 0.9,
         },
         {
           name: 'the same, against a bare worker doing the same PostgreSQL bookkeeping',
           unit: 'webhooks/s',
-          ours: ours.run.perSecond,
-          baseline: { name: 'bare + 2 plain pg statements, unsigned', value: recording.run.perSecond },
-          baselineDetail: describeMeasurement(recording),
+          ours: throughput(ours),
+          baseline: { name: 'bare + 2 plain pg statements, unsigned', value: throughput(recording) },
+          baselineDetail: describeMeasurement(recording[recording.length - 1]),
+          ratios: roundRatios(
+            ours.map((m) => m.run.perSecond),
+            recording.map((m) => m.run.perSecond),
+          ),
         },
-        {
-          name: `post commit to receipt at ${settings.latencyRate} posts/s, p50`,
-          unit: 'ms',
-          ours: latency.p50,
-          problem: latency.problem,
-          oursDetail: `${formatNumber(latency.count)} webhooks, ${formatNumber(latency.rate)} posts/s achieved`,
-        },
-        {
-          name: `post commit to receipt at ${settings.latencyRate} posts/s, p99`,
-          unit: 'ms',
-          ours: latency.p99,
-          problem: latency.problem ?? rateProblem(latency.rate, settings.latencyRate),
-          oursDetail: `max ${formatNumber(latency.max)} ms, ${formatNumber(latency.rate)} posts/s achieved`,
-          below: 100,
-        },
+        ...curve.flatMap((point): Figure[] => [
+          {
+            name: `post commit to receipt at ${formatNumber(point.askedRate)} posts/s, p50`,
+            unit: 'ms',
+            ours: point.p50,
+            problem: point.problem,
+            oursDetail: `${formatNumber(point.count)} webhooks, ${formatNumber(point.rate)} posts/s achieved, machine CPU ${point.machineCores.toFixed(2)} of ${availableParallelism()} cores`,
+          },
+          {
+            name: `post commit to receipt at ${formatNumber(point.askedRate)} posts/s, p99`,
+            unit: 'ms',
+            ours: point.p99,
+            problem: point.problem ?? rateProblem(point.rate, point.askedRate),
+            oursDetail: `max ${formatNumber(point.max)} ms, ${formatNumber(point.rate)} posts/s achieved`,
+            ...(point === latency ? { below: 100 } : {}),
+          },
+        ]),
         {
           name: `the same posts sent as autocannon's overallRate sends them (each second's ${settings.latencyRate} in one burst), p99`,
           unit: 'ms',
@@ -116,11 +140,12 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
         })),
       ],
       notes: [
+        `Throughput: the three workers run side by side for the whole section, each on its own queue; after a warm-up batch each, they take turns, ${settings.rounds} rounds of ${formatNumber(perRound)} webhooks (order reversed every other round); webhooks/s is the median of the rounds, the ratio the median of the per-round ratios with their min-max.`,
         "Ours: the delivery rows are written as the outbox writes them, then their jobs are added with the outbox's own `addDeliveryJobs`; the clock runs from the first job added until the sink has every webhook and the worker has recorded every one as succeeded. Each attempt claims and loads the delivery with its endpoint (one statement), signs (X-Signature and webhook-signature), POSTs, and records the attempt and status (one statement).",
         'Bare: the job carries URL and body; the worker POSTs it unsigned with axios and records nothing. Same sink, same body (about 500 bytes), same concurrency and bounded job retention, each after a warm-up batch.',
         'Bare with bookkeeping (a reference, no goal): the bare worker plus the least PostgreSQL work our design needs, with plain pg: one statement claims and loads the delivery row, one records the attempt and the outcome; unsigned, no retry policy. It separates the cost of recording every delivery (the design) from the cost of how our worker does it.',
         'The sink verifies X-Signature with our module whenever the header is present and counts each webhook-id once. Worker CPU is the worker process only; PostgreSQL, Redis and the sink share the same cores.',
-        "Latency: posts are created through api layout b at a steady rate, open loop (post i leaves at i / rate whether or not the earlier ones were answered; `bench/lib/paced-load.ts`), with one worker running and one endpoint subscribed; the sink subtracts the event's `created_at` (set by PostgreSQL inside the creating transaction, so slightly before commit) from its receipt time. The p99 goal holds only at the asked rate: below 95 % of it achieved, the figure is marked invalid.",
+        `Latency, as a curve: at each rate (${settings.latencyRates.join(', ')} posts/s, ${settings.latencyDurationS} s of posts each) posts are created through api layout b at a steady rate, open loop (post i leaves at i / rate whether or not the earlier ones were answered; \`bench/lib/paced-load.ts\`), with one worker running and one endpoint subscribed; the sink subtracts the event's \`created_at\` (set by PostgreSQL inside the creating transaction, so slightly before commit) from its receipt time. Machine CPU is the busy share of every core (/proc/stat) over the measured posts, api, worker, PostgreSQL, Redis, sink and load generator together: a p99 taken on a saturated machine is queueing, so choose capacity from the curve. The p99 goal holds only at ${settings.latencyRate} posts/s achieved: below 95 % of it, the figure is marked invalid.`,
         "Burst (a reference, no goal): autocannon's `overallRate` gives each connection a budget per second that it spends as fast as the api answers, so each second's posts arrive together at its start; the p99 there is the time to clear a second's posts at once.",
         'Peak RSS: VmRSS of the api and of the worker process, sampled every 100 ms from the first post until the last webhook is received.',
         "Our worker and api run with the node options of their start commands (`NODE_HEAP_FLAGS`, scripts/services.ts: V8 heap sizing); the bare workers with node's defaults.",
@@ -134,6 +159,9 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
 const BARE_QUEUE = 'bare-webhooks';
 
 interface Latency {
+  askedRate: number;
+  /** Cores' worth of the whole machine's CPU busy during the measured posts. */
+  machineCores: number;
   /** Set when fewer webhooks arrived than posts were created, or none at all. */
   problem?: string;
   count: number;
@@ -156,6 +184,7 @@ async function measureLatency(
   db: BenchDatabase,
   redisPrefix: string,
   mode: 'paced' | 'burst',
+  rate: number,
 ): Promise<Latency> {
   const secret = newSecret();
   const sink = await startSink(scope, settings, { secret, latency: true });
@@ -166,7 +195,7 @@ async function measureLatency(
     url: api.url,
     // Enough connections that the client never caps the rate: each sends about 4 requests a second.
     connections: Math.max(32, Math.ceil(settings.latencyRate / 4)),
-    overallRate: settings.latencyRate,
+    overallRate: rate,
     headers: { authorization: `Bearer ${db.token}`, user_id: String(db.userId), 'content-type': 'application/json' },
     requests: [{ method: 'POST', path: '/api/v1/posts', body: JSON.stringify({ title: 'Latency post', content: 'Created at a fixed rate.' }) }],
   };
@@ -176,10 +205,10 @@ async function measureLatency(
       return { ok: result['2xx'], durationS: result.duration };
     }
     const request = { method: 'POST', url: `${api.url}${options.requests[0].path}`, headers: options.headers, body: options.requests[0].body };
-    return pacedLoad(request, settings.latencyRate, amount);
+    return pacedLoad(request, rate, amount);
   };
   // Layout B answers HTTP 200 even when an insert fails, so the outbox rows tell how many events to expect.
-  await load(Math.ceil(settings.latencyRate * settings.apiWarmupS));
+  await load(Math.ceil(rate * settings.apiWarmupS));
   await waitForReceipts(sink, await countDeliveries(db, endpointId));
   await sink.reset();
   const before = await countDeliveries(db, endpointId);
@@ -191,8 +220,11 @@ async function measureLatency(
   let stats: Awaited<ReturnType<typeof waitForReceipts>>;
   let result: { ok: number; durationS: number };
   let expected: number;
+  const busyBefore = readMachineCpu();
+  let busyAfter: MachineCpu;
   try {
-    result = await load(settings.latencyEvents);
+    result = await load(Math.ceil(rate * settings.latencyDurationS));
+    busyAfter = readMachineCpu();
     expected = (await countDeliveries(db, endpointId)) - before;
     stats = await waitForReceipts(sink, expected);
   } finally {
@@ -202,7 +234,20 @@ async function measureLatency(
     expected === 0 || stats.latency.count < result.ok
       ? `${formatNumber(result.ok)} posts answered 2xx, ${formatNumber(expected)} events recorded, ${formatNumber(stats.latency.count)} received`
       : undefined;
-  return { ...stats.latency, rate: result.ok / result.durationS, problem, peakRssBytes };
+  const machineCores = ((busyAfter.busy - busyBefore.busy) / Math.max(1, busyAfter.total - busyBefore.total)) * availableParallelism();
+  return { ...stats.latency, askedRate: rate, machineCores, rate: result.ok / result.durationS, problem, peakRssBytes };
+}
+
+/** Jiffies of the whole machine since boot: all, and busy (all but idle and iowait), from the `cpu` line of /proc/stat. */
+interface MachineCpu {
+  total: number;
+  busy: number;
+}
+
+function readMachineCpu(): MachineCpu {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = fields.reduce((sum, value) => sum + value, 0);
+  return { total, busy: total - fields[3] - fields[4] };
 }
 
 async function countDeliveries(db: BenchDatabase, endpointId: number): Promise<number> {

@@ -1,7 +1,7 @@
 import { availableParallelism, cpus, freemem, loadavg, totalmem } from 'node:os';
 import { runApiBench } from './api';
 import { runDeliveryBench } from './delivery';
-import { goalMet, formatNumber, formatSection, ratio, Section } from './lib/report';
+import { formatNumber, formatRatio, formatSection, goalMet, Section } from './lib/report';
 import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { runScalingBench } from './scaling';
@@ -52,7 +52,7 @@ function machineDescription(settings: BenchSettings): string {
     '',
     `- machine: ${availableParallelism()} CPUs (${cpu}), ${gib(totalmem())} GiB memory, ${gib(freemem())} GiB free`,
     `- node ${process.version}; load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
-    `- sizes: ${settings.events} webhooks per delivery run; scaling ${settings.scalingEvents} at concurrency ${settings.workerConcurrency} and ${settings.scalingLowEvents} at ${settings.scalingLowConcurrency}; ${settings.latencyEvents} posts at ${settings.latencyRate}/s; API ${settings.apiDurationS} s per figure after ${settings.apiWarmupS} s warm-up, ${settings.apiPosts} posts`,
+    `- sizes: ${settings.events} webhooks per delivery run; scaling ${settings.scalingEvents} at concurrency ${settings.workerConcurrency} and ${settings.scalingLowEvents} at ${settings.scalingLowConcurrency}; latency curve at ${settings.latencyRates.join(', ')} posts/s for ${settings.latencyDurationS} s each; ${settings.rounds} rounds; API ${settings.apiDurationS} s per contender and round after ${settings.apiWarmupS} s warm-up, ${settings.apiPosts} posts`,
     '',
   ].join('\n');
 }
@@ -67,7 +67,7 @@ function summary(sections: Section[], failures: string[]): string {
       const measured =
         figure.below !== undefined
           ? `${formatNumber(figure.ours)} ${figure.unit} (goal < ${formatNumber(figure.below)} ${figure.unit})`
-          : `${ratio(figure)!.toFixed(2)}x ${figure.baseline!.name} (goal ${figure.goal}x)`;
+          : `${formatRatio(figure)} ${figure.baseline!.name} (goal ${figure.goal}x)`;
       lines.push(`- ${verdict}: ${figure.name}: ${measured}`);
     }
   }

@@ -6,6 +6,7 @@ import { Figure, formatNumber, formatSection, Section } from './lib/report';
 import { Scope, withScope } from './lib/scope';
 import { Sink, startSink, startWorker } from './lib/services';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
+import { median, roundRatios, takeTurns } from './lib/turns';
 
 /**
  * The delivery run of bench/delivery.ts with one and then two worker processes, against a
@@ -29,17 +30,31 @@ export async function runScalingBench(settings: BenchSettings): Promise<Section>
       [settings.workerConcurrency, settings.scalingEvents],
       [settings.scalingLowConcurrency, settings.scalingLowEvents],
     ]) {
-      const one = await runWith(rig, 1, concurrency, events);
-      const two = await runWith(rig, 2, concurrency, events);
-      const incomplete = [one, two].some((m) => m.run.succeeded !== m.run.events);
+      const [two, one] = await withScope(async (scope) => {
+        const setups = [await startWorkers(scope, rig, 2, concurrency), await startWorkers(scope, rig, 1, concurrency)];
+        const perRound = Math.max(1, Math.round(events / settings.rounds));
+        const run = (setup: WorkerSet, count: number) =>
+          measureWorkers(setup.workers, () => deliverThroughOurWorker(settings, db, setup.prefix, sink, endpointId, count, tag()));
+        for (const setup of setups) await run(setup, Math.min(1_000, Math.ceil(perRound / 4)));
+        return takeTurns(
+          settings.rounds,
+          setups.map((setup) => ({ name: `${setup.workers.length} workers`, run: () => run(setup, perRound) })),
+        );
+      });
+      const incomplete = [...one, ...two].some((m) => m.run.succeeded !== m.run.events);
+      const throughput = (runs: readonly WorkerMeasurement[]) => median(runs.map((m) => m.run.perSecond));
       figures.push({
-        name: `2 worker processes vs 1, concurrency ${concurrency} each, ${formatNumber(events)} webhooks`,
+        name: `2 worker processes vs 1, concurrency ${concurrency} each, ${formatNumber(events)} webhooks in ${settings.rounds} rounds`,
         unit: 'webhooks/s',
-        ours: two.run.perSecond,
-        problem: incomplete ? `recorded as succeeded: ${one.run.succeeded} and ${two.run.succeeded} of ${events}` : undefined,
-        oursDetail: describeMeasurement(two),
-        baseline: { name: '1 worker process', value: one.run.perSecond },
-        baselineDetail: describeMeasurement(one),
+        ours: throughput(two),
+        problem: incomplete ? 'a round recorded fewer succeeded deliveries than it sent' : undefined,
+        oursDetail: describeMeasurement(two[two.length - 1]),
+        baseline: { name: '1 worker process', value: throughput(one) },
+        baselineDetail: describeMeasurement(one[one.length - 1]),
+        ratios: roundRatios(
+          two.map((m) => m.run.perSecond),
+          one.map((m) => m.run.perSecond),
+        ),
         goal: 1.8,
       });
     }
@@ -47,7 +62,7 @@ export async function runScalingBench(settings: BenchSettings): Promise<Section>
       title: `Scaling (receiver answers after ${settings.scalingDelayMs} ms)`,
       figures,
       notes: [
-        'Each run is the delivery run of the Delivery section (warm-up batch first), against a sink that waits before answering.',
+        `Each run is the delivery run of the Delivery section, against a sink that waits before answering. The two setups run side by side on their own queues; after a warm-up batch each they take turns, ${settings.rounds} rounds (order reversed every other round); the ratio is the median of the per-round ratios with their min-max.`,
         `At concurrency ${settings.scalingLowConcurrency} one worker can have at most ${settings.scalingLowConcurrency} webhooks in flight, so it is bounded by the endpoint at about ${Math.round((settings.scalingLowConcurrency * 1000) / settings.scalingDelayMs)}/s; a second process should double that when CPU is not the limit.`,
       ],
     };
@@ -64,20 +79,19 @@ interface Rig {
   redisPrefix: string;
 }
 
-async function runWith(rig: Rig, workers: number, concurrency: number, events: number): Promise<WorkerMeasurement> {
-  const { settings, db, sink, endpointId } = rig;
+/** The worker processes of one setup, all on one queue under `prefix`. */
+interface WorkerSet {
+  prefix: string;
+  workers: Child[];
+}
+
+async function startWorkers(scope: Scope, rig: Rig, workers: number, concurrency: number): Promise<WorkerSet> {
   const prefix = `${rig.redisPrefix}_c${concurrency}w${workers}`;
-  return withScope(async (scope) => {
-    const started: Child[] = [];
-    for (let i = 1; i <= workers; i += 1) {
-      started.push(await startWorker(scope, settings, db.url, prefix, `webhook-worker-c${concurrency}-${i}of${workers}`, concurrency));
-    }
-    return measureWorkers(
-      started,
-      () => deliverThroughOurWorker(settings, db, prefix, sink, endpointId, Math.min(1_000, Math.ceil(events / 10)), tag()),
-      () => deliverThroughOurWorker(settings, db, prefix, sink, endpointId, events, tag()),
-    );
-  });
+  const started: Child[] = [];
+  for (let i = 1; i <= workers; i += 1) {
+    started.push(await startWorker(scope, rig.settings, rig.db.url, prefix, `webhook-worker-c${concurrency}-${i}of${workers}`, concurrency));
+  }
+  return { prefix, workers: started };
 }
 
 function tag(): string {

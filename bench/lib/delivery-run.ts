@@ -30,16 +30,8 @@ export interface WorkerMeasurement {
   cpuMsPerWebhook: number;
 }
 
-/**
- * Runs `warm` (unmeasured, so the JIT and the connection pools are warm), then `measured`,
- * and reads the workers' CPU time around the measured run and their RSS after it.
- */
-export async function measureWorkers(
-  workers: readonly Child[],
-  warm: () => Promise<unknown>,
-  measured: () => Promise<DeliveryRun>,
-): Promise<WorkerMeasurement> {
-  await warm();
+/** Runs `measured` and reads the workers' CPU time around it and their RSS after it. */
+export async function measureWorkers(workers: readonly Child[], measured: () => Promise<DeliveryRun>): Promise<WorkerMeasurement> {
   const cpu = () => workers.reduce((sum, worker) => sum + worker.cpuSeconds(), 0);
   const before = cpu();
   const run = await measured();

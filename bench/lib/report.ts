@@ -1,3 +1,5 @@
+import { median } from './timing';
+
 /** One measured figure, beside its baseline when it has one. */
 export interface Figure {
   name: string;
@@ -14,6 +16,12 @@ export interface Figure {
   below?: number;
   /** Why the measurement of ours is not valid (e.g. most requests failed); the goal then counts as not met. */
   problem?: string;
+  /**
+   * The ratio of ours to the baseline in each round, when the two took turns (lib/turns.ts):
+   * the figure's ratio is then their median, shown with their min and max; `ours` and the
+   * baseline's value are the medians of their runs.
+   */
+  ratios?: number[];
   /** Further measurements of ours, e.g. latency percentiles and RSS. */
   oursDetail?: string;
   baselineDetail?: string;
@@ -26,9 +34,18 @@ export interface Section {
   notes: string[];
 }
 
-/** `ours / baseline`, or undefined when there is no baseline. */
+/** The median of the round ratios when there are any, else `ours / baseline`; undefined when there is no baseline. */
 export function ratio(figure: Figure): number | undefined {
+  if (figure.ratios && figure.ratios.length > 0) return median(figure.ratios);
   return figure.baseline && figure.baseline.value > 0 ? figure.ours / figure.baseline.value : undefined;
+}
+
+/** A figure's ratio as printed: `0.94x`, or with round ratios `0.94x (0.88-1.02, 5 rounds)`. */
+export function formatRatio(figure: Figure): string {
+  const r = ratio(figure);
+  if (r === undefined) return '-';
+  if (!figure.ratios || figure.ratios.length < 2) return `${r.toFixed(2)}x`;
+  return `${r.toFixed(2)}x (${Math.min(...figure.ratios).toFixed(2)}-${Math.max(...figure.ratios).toFixed(2)}, ${figure.ratios.length} rounds)`;
 }
 
 /** Whether a figure meets its goal: undefined when it has none. */
@@ -51,7 +68,6 @@ export function formatSection(section: Section): string {
     '|---|---|---|---|---|---|',
   ];
   for (const figure of section.figures) {
-    const r = ratio(figure);
     const met = goalMet(figure);
     const ours = `${formatNumber(figure.ours)} ${figure.unit}${figure.oursDetail ? ` (${figure.oursDetail})` : ''}`;
     const baseline = figure.baseline
@@ -69,7 +85,7 @@ export function formatSection(section: Section): string {
     const limit = figure.limit
       ? `${figure.limit.name}: ${formatNumber(figure.limit.value)} (${(figure.ours / figure.limit.value).toFixed(2)}x)`
       : '-';
-    lines.push(`| ${figure.name} | ${ours} | ${baseline} | ${r === undefined ? '-' : `${r.toFixed(2)}x`} | ${goal} | ${limit} |`);
+    lines.push(`| ${figure.name} | ${ours} | ${baseline} | ${formatRatio(figure)} | ${goal} | ${limit} |`);
   }
   if (section.notes.length > 0) lines.push('', ...section.notes.map((note) => `- ${note}`));
   return lines.join('\n') + '\n';

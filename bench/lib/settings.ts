@@ -9,15 +9,22 @@ export interface BenchSettings {
   signRounds: number;
   signRoundMs: number;
   apiConnections: number;
+  /** Seconds of one measured run of one API contender; each figure takes `rounds` of them. */
   apiDurationS: number;
   apiWarmupS: number;
   /** Posts seeded before the API runs. */
   apiPosts: number;
-  /** Webhooks per throughput run (ours and the bare worker each). */
+  /** Rounds in which the contenders of a figure take turns (lib/turns.ts); the median is reported. */
+  rounds: number;
+  /** Webhooks per throughput figure (ours and the bare worker each), split over the rounds. */
   events: number;
   workerConcurrency: number;
+  /** The rate of the latency goal (p99 < 100 ms) and of the burst reference, posts/s. */
   latencyRate: number;
-  latencyEvents: number;
+  /** The rates of the latency curve, posts/s, ascending; the goal's rate among them. */
+  latencyRates: number[];
+  /** Seconds of posts at each rate of the curve. */
+  latencyDurationS: number;
   scalingEvents: number;
   scalingDelayMs: number;
   /** Worker concurrency of the second scaling run, low enough that the endpoint's delay, not CPU, bounds one worker. */
@@ -50,6 +57,12 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`Invalid BENCH_ONLY: unknown section "${name}"`);
   }
   const events = num('BENCH_EVENTS', 20_000, 2_000);
+  const latencyRate = num('BENCH_LATENCY_RATE', 500, 500);
+  const rates = (env.BENCH_LATENCY_RATES ?? `100,250,${latencyRate}`).split(',').map((raw) => {
+    const value = Number(raw.trim());
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`Invalid BENCH_LATENCY_RATES: "${raw}" is not a positive number`);
+    return value;
+  });
   return {
     quick,
     only,
@@ -58,13 +71,15 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     signRounds: num('BENCH_SIGN_ROUNDS', 7, 3),
     signRoundMs: num('BENCH_SIGN_ROUND_MS', 200, 50),
     apiConnections: num('BENCH_API_CONNECTIONS', 32, 32),
-    apiDurationS: num('BENCH_API_DURATION_S', 10, 2),
+    apiDurationS: num('BENCH_API_DURATION_S', 3, 1),
     apiWarmupS: num('BENCH_API_WARMUP_S', 3, 1),
     apiPosts: num('BENCH_POSTS', 10_000, 1_000),
+    rounds: Math.round(num('BENCH_ROUNDS', 5, 2)),
     events,
     workerConcurrency: num('BENCH_WORKER_CONCURRENCY', 50, 50),
-    latencyRate: num('BENCH_LATENCY_RATE', 500, 500),
-    latencyEvents: num('BENCH_LATENCY_EVENTS', 5_000, 1_000),
+    latencyRate,
+    latencyRates: [...new Set([...rates, latencyRate])].sort((a, b) => a - b),
+    latencyDurationS: num('BENCH_LATENCY_DURATION_S', 10, 2),
     scalingEvents: num('BENCH_SCALING_EVENTS', events, 2_000),
     scalingDelayMs: num('BENCH_RECEIVER_DELAY_MS', 20, 20),
     scalingLowConcurrency: num('BENCH_SCALING_LOW_CONCURRENCY', 5, 5),
