@@ -25,6 +25,16 @@ export interface ClaimedDelivery {
   endpointDeleted: boolean;
   /** Exactly one attempt (a redelivery), whatever its outcome. */
   oneShot: boolean;
+  /** Place in its FIFO endpoint's order (DESIGN §6); null for other endpoints. */
+  sequence: string | null;
+}
+
+/** What a job learns of a delivery it could not claim. */
+export interface DeliveryState {
+  status: DeliveryStatus;
+  nextAttemptAt: Date | null;
+  /** A FIFO delivery with an earlier one of its endpoint still pending or delivering: it must wait its turn. */
+  queuedBehind: boolean;
 }
 
 /** One finished attempt and the delivery state it leads to, written together. */
@@ -58,14 +68,20 @@ export interface DeliveryStore {
    * Marks a delivery `delivering` and loads it with its endpoint, in one statement. A
    * `deliver` job claims only a pending (or interrupted `delivering`) delivery whose
    * next attempt is due, with 1 s of clock tolerance; a one-shot redelivery skips the time
-   * check.
+   * check. A delivery to a FIFO endpoint is claimed only at the head of its endpoint's line:
+   * no earlier one (by sequence) still pending or delivering, one-shot redeliveries aside.
    * @returns null when there is nothing to attempt now
    */
   claim(deliveryId: string, oneShot: boolean): Promise<ClaimedDelivery | null>;
   /** Undoes a claim that made no attempt (the endpoint's cap or circuit said wait): back to `pending`. */
   unclaim(deliveryId: string): Promise<void>;
-  /** Status and due time of a delivery that could not be claimed; null when it does not exist. */
-  peek(deliveryId: string): Promise<{ status: DeliveryStatus; nextAttemptAt: Date | null } | null>;
+  /** The state of a delivery that could not be claimed; null when it does not exist. */
+  peek(deliveryId: string): Promise<DeliveryState | null>;
+  /**
+   * The FIFO delivery that comes after `sequence` on the endpoint and has not finished, if any:
+   * the one to wake when the delivery at `sequence` ends (DESIGN §6).
+   */
+  nextInLine(endpointId: number, sequence: string): Promise<string | null>;
   /**
    * Writes, in one statement: the webhook_attempts row, the delivery's new state, the
    * endpoint's health (`failing_since`), and when the endpoint is disabled (410 Gone, or
@@ -94,7 +110,14 @@ interface ClaimRow {
   endpoint_active: boolean | null;
   endpoint_deleted: boolean;
   one_shot: boolean;
+  sequence: string | null;
 }
+
+/** An earlier delivery of w's FIFO endpoint that has not finished (a one-shot redelivery never holds the line). */
+const AHEAD_IN_LINE = `EXISTS (
+  SELECT 1 FROM webhook_deliveries p
+   WHERE p.endpoint_id = w.endpoint_id AND p.sequence < w.sequence
+     AND p.status IN ('pending', 'delivering') AND NOT p.one_shot)`;
 
 // The worker's hot statements are prepared (named): planning their CTEs cost PostgreSQL twice
 // what running them did. Their plans join on primary keys, whatever a batch's size.
@@ -109,8 +132,9 @@ const CLAIM_BATCH = {
       FROM c
      WHERE w.id = c.id AND w.status IN ('pending', 'delivering')
        AND (c.one_shot OR w.one_shot OR w.next_attempt_at IS NULL OR w.next_attempt_at <= now() + interval '1 second')
+       AND (c.one_shot OR w.one_shot OR w.sequence IS NULL OR NOT ${AHEAD_IN_LINE})
     RETURNING w.id, w.endpoint_id, w.url, w.method, w.body, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
-              w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot
+              w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
   )
   SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
@@ -211,6 +235,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     endpointActive: row.endpoint_active,
     endpointDeleted: row.endpoint_deleted,
     oneShot: row.one_shot,
+    sequence: row.sequence,
   };
 }
 
@@ -275,11 +300,24 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     },
 
     async peek(deliveryId) {
-      const rows = await sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null }>(
-        'SELECT status, next_attempt_at FROM webhook_deliveries WHERE id = $1',
+      const rows = await sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null; queued_behind: boolean }>(
+        `SELECT w.status, w.next_attempt_at,
+                (w.sequence IS NOT NULL AND NOT w.one_shot AND w.status IN ('pending', 'delivering') AND ${AHEAD_IN_LINE}) AS queued_behind
+           FROM webhook_deliveries w WHERE w.id = $1`,
         { bind: [deliveryId], type: QueryTypes.SELECT },
       );
-      return rows[0] ? { status: rows[0].status, nextAttemptAt: rows[0].next_attempt_at } : null;
+      const row = rows[0];
+      return row ? { status: row.status, nextAttemptAt: row.next_attempt_at, queuedBehind: row.queued_behind } : null;
+    },
+
+    async nextInLine(endpointId, sequence) {
+      const rows = await sequelize.query<{ id: string }>(
+        `SELECT id FROM webhook_deliveries
+          WHERE endpoint_id = $1 AND sequence > $2 AND status IN ('pending', 'delivering') AND NOT one_shot
+          ORDER BY sequence LIMIT 1`,
+        { bind: [endpointId, sequence], type: QueryTypes.SELECT },
+      );
+      return rows[0]?.id ?? null;
     },
 
     async recordAttempt(record) {

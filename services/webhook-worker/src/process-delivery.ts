@@ -19,6 +19,11 @@ export interface DeliveryProcessorOptions {
   metrics?: Metrics;
   /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
+  /**
+   * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
+   * again when Redis lost them): a FIFO endpoint's next in line, once the one ahead ended.
+   */
+  wake(deliveryIds: string[]): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
   random?: () => number;
 }
@@ -46,6 +51,12 @@ const CAP_WAIT_MS: [number, number] = [100, 500];
  * at most 15 s, so a short outage costs little and a long one does not spin.
  */
 const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
+/**
+ * A FIFO delivery waiting for the one ahead of it is parked this long: the one ahead wakes it
+ * when it ends, so this only bounds the wait when that wake-up is lost (its worker killed
+ * between recording and waking).
+ */
+export const FIFO_PARK_MS = 30_000;
 
 /**
  * The BullMQ processor: one attempt per run, isolated per endpoint (DESIGN §6). Before an
@@ -61,6 +72,9 @@ const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
  * retries are prioritized, so fresh first attempts run ahead of them, and retries hold at
  * most 80% of the slots.
  * While PostgreSQL is unreachable the job waits (backing off) without using an attempt.
+ * A FIFO endpoint's deliveries are claimed one at a time in sequence order (the claim checks
+ * that nothing earlier is unfinished); a job whose delivery must wait its turn is parked, and
+ * the worker that ends the delivery ahead wakes it (DESIGN §6, Ordering).
  *
  * @throws DelayedError after postponing the job (BullMQ's signal, not a failure); other
  *   database errors, which fail the job and let BullMQ retry it
@@ -93,11 +107,40 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       log.warn('delivery not found; dropping the job');
       return;
     }
+    if (state.queuedBehind) {
+      log.debug('FIFO endpoint: an earlier delivery has not ended; parking the job');
+      return park(job, token, log);
+    }
     if ((state.status === 'pending' || state.status === 'delivering') && state.nextAttemptAt) {
       log.debug({ nextAttemptAt: state.nextAttemptAt }, 'attempt not due yet; delaying the job');
       return postpone(job, token, state.nextAttemptAt.getTime());
     }
     log.debug({ status: state.status }, 'delivery already finished; duplicate job ignored');
+  }
+
+  /** Parks a FIFO delivery's job until the delivery ahead of it ends (its worker wakes this one). */
+  async function park(job: DeliveryJob, token: string | undefined, log: Logger): Promise<never> {
+    await job.moveToDelayed(Date.now() + FIFO_PARK_MS, token);
+    try {
+      // The delivery ahead may have ended between the claim and the move, when its worker's
+      // wake-up still found this job running: look once more now that the job is parked.
+      const state = await store.peek(job.data.deliveryId);
+      if (state && !state.queuedBehind) await options.wake([job.data.deliveryId]);
+    } catch (error) {
+      log.warn({ err: error }, 'could not check a parked FIFO delivery again; it runs when its parking ends');
+    }
+    throw new DelayedError();
+  }
+
+  /** A FIFO delivery ended (succeeded or failed for good): its endpoint's next in line may go. */
+  async function wakeNextInLine(delivery: ClaimedDelivery, log: Logger): Promise<void> {
+    if (delivery.sequence === null || delivery.endpointId === null) return;
+    try {
+      const next = await store.nextInLine(delivery.endpointId, delivery.sequence);
+      if (next) await options.wake([next]);
+    } catch (error) {
+      log.warn({ err: error }, 'could not wake the next FIFO delivery; it runs when its parking ends');
+    }
   }
 
   async function attempt(job: DeliveryJob, token: string | undefined, log: Logger): Promise<void> {
@@ -121,7 +164,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       if (delivery.endpointActive === false) {
         await store.failWithoutAttempt(delivery.id, 'endpoint disabled');
         log.warn({ endpointId: delivery.endpointId }, 'endpoint disabled; delivery failed without an attempt');
-        return;
+        return await wakeNextInLine(delivery, log);
       }
       const gateKey = gateKeyOf(delivery);
       if (leased !== gateKey) {
@@ -138,7 +181,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       }
       const outcome = await send(delivery, log);
       verdict = outcome.verdict;
-      if (outcome.retryAt === null) return;
+      if (outcome.retryAt === null) return await wakeNextInLine(delivery, log);
       // Priority is per job and kept across the delayed set: set once, on the first retry.
       if (job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
       return await postpone(job, token, outcome.retryAt);

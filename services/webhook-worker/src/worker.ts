@@ -117,11 +117,24 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
     }),
     queueNotices: (ids) => queueRecordedDeliveries({ db: options.db, queue, logger }, ids),
+    wake: (ids) => wakeDeliveries(ids),
     logger,
     metrics: options.metrics,
     random: options.random,
   });
   if (options.relay ?? true) outbox.startRelay();
+
+  async function wakeDeliveries(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      const job = await queue.getJob(id);
+      if (!job) {
+        await queueRecordedDeliveries({ db: options.db, queue, logger }, [id]);
+        continue;
+      }
+      // Not in the delayed set: already waiting or running, and a running one checks again once parked.
+      await job.promote().catch(() => undefined);
+    }
+  }
   const retention = createRetention({ config, sequelize: options.db.sequelize, logger, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;

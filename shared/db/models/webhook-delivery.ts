@@ -35,6 +35,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare oneShot: CreationOptional<boolean>;
   /** W3C Trace Context of the request that wrote it, when tracing is on (DESIGN §12). */
   declare traceparent: CreationOptional<string | null>;
+  /** Place in its FIFO endpoint's order, taken when the row is written (DESIGN §6); null for other endpoints. */
+  declare sequence: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -62,6 +64,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         endpointDeleted: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
         oneShot: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
         traceparent: { type: DataTypes.TEXT, allowNull: true },
+        sequence: { type: DataTypes.BIGINT, allowNull: true },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
