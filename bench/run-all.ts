@@ -1,5 +1,6 @@
 import { availableParallelism, cpus, freemem, loadavg, totalmem } from 'node:os';
 import { runApiBench } from './api';
+import { runCapacityBench } from './capacity';
 import { runDeliveryBench } from './delivery';
 import { formatNumber, formatRatio, formatSection, goalMet, Section } from './lib/report';
 import { closeScopesOnSignal } from './lib/scope';
@@ -12,6 +13,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   api: runApiBench,
   delivery: runDeliveryBench,
   scaling: runScalingBench,
+  capacity: runCapacityBench,
 };
 
 /**

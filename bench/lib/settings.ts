@@ -23,8 +23,10 @@ export interface BenchSettings {
   latencyRate: number;
   /** The rates of the latency curve, posts/s, ascending; the goal's rate among them. */
   latencyRates: number[];
-  /** Seconds of posts at each rate of the curve. */
+  /** Seconds of posts at each rate of the curve (and of the capacity run). */
   latencyDurationS: number;
+  /** Posts per second of the capacity run: well below saturation, so queueing stays out of its figures. */
+  capacityRate: number;
   scalingEvents: number;
   scalingDelayMs: number;
   /** Worker concurrency of the second scaling run, low enough that the endpoint's delay, not CPU, bounds one worker. */
@@ -35,7 +37,7 @@ export interface BenchSettings {
 }
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'scaling'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'scaling', 'capacity'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
@@ -80,6 +82,7 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     latencyRate,
     latencyRates: [...new Set([...rates, latencyRate])].sort((a, b) => a - b),
     latencyDurationS: num('BENCH_LATENCY_DURATION_S', 10, 2),
+    capacityRate: num('BENCH_CAPACITY_RATE', 200, 200),
     scalingEvents: num('BENCH_SCALING_EVENTS', events, 2_000),
     scalingDelayMs: num('BENCH_RECEIVER_DELAY_MS', 20, 20),
     scalingLowConcurrency: num('BENCH_SCALING_LOW_CONCURRENCY', 5, 5),
