@@ -29,7 +29,6 @@ export function createMigrator(sequelize: Sequelize, kind: 'migrations' | 'seede
       glob: ['*.js', { cwd: folder }],
       resolve: ({ name, path: file, context }) => {
         // sequelize-cli migrations are CommonJS modules with up/down(queryInterface, Sequelize).
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
         const migration = require(file as string);
         return { name, up: () => migration.up(context, Sequelize), down: () => migration.down(context, Sequelize) };
       },

@@ -33,7 +33,8 @@ describe('docker-compose.yml and npm start run the same system', () => {
       expect(composed.command?.join(' ')).toBe(service.command);
       expect(composed.environment).toMatchObject(service.env);
       if (service.scalable) expect(composed.ports).toBeUndefined();
-      else expect(composed.ports).toEqual([`${service.port}:${service.port}`]);
+      // Loopback unless the operator opens it: the default stack seeds public credentials.
+      else expect(composed.ports).toEqual([`\${PUBLISH_HOST:-127.0.0.1}:${service.port}:${service.port}`]);
       expect(composed.depends_on).toMatchObject({
         postgres: { condition: 'service_healthy' },
         redis: { condition: 'service_healthy' },

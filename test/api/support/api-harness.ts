@@ -21,7 +21,7 @@ export interface ApiResponse {
   /** Lowercase header names. */
   headers: Record<string, string>;
   body: string;
-  json(): any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json(): any;
 }
 
 /** A running api on a real port (light-my-request's inject cannot load under jest on Node 20). */

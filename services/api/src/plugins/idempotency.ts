@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import { QueryTypes, Sequelize } from 'sequelize';
 import { ApiError } from '../errors';
 import { rateLimitKey } from './rate-limit';
@@ -52,7 +52,7 @@ export function registerIdempotency(scope: FastifyInstance, { sequelize, log, wa
   const owners = new WeakMap<FastifyRequest, Owner>();
   const store = createIdempotencyStore(sequelize, log);
 
-  const preHandler: preHandlerHookHandler = async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
+  const preHandler: preHandlerAsyncHookHandler = async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
     const key = request.headers[HEADER];
     if (key === undefined || !request.principal) return;
     if (typeof key !== 'string' || !KEY_FORMAT.test(key)) throw new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
@@ -76,7 +76,7 @@ export function registerIdempotency(scope: FastifyInstance, { sequelize, log, wa
     }
   };
 
-  const onSend: onSendHookHandler = async function idempotencyOnSend(request, reply, payload) {
+  const onSend: onSendAsyncHookHandler = async function idempotencyOnSend(request, reply, payload) {
     const owner = owners.get(request);
     if (!owner) return payload;
     owners.delete(request);
