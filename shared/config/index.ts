@@ -117,7 +117,7 @@ const schema = Joi.object({
   WEBHOOK_BREAKER_FAILURES: Joi.number().integer().min(1).default(5),
   WEBHOOK_DISABLE_AFTER_S: Joi.number().integer().min(1).default(432000),
   WEBHOOK_RETENTION_DAYS: Joi.number().integer().min(1).default(30),
-  OUTBOX_REVIVE_AFTER_MS: Joi.number().integer().min(100).default(10000),
+  OUTBOX_REVIVE_AFTER_MS: Joi.number().integer().min(100).default(2000),
   RATE_LIMIT_PER_MIN: Joi.number().integer().min(0).default(6000),
   RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
   REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),

@@ -19,7 +19,7 @@ export interface OutboxOptions {
   /**
    * A queued delivery untouched for this long, whose job is missing from Redis or already
    * finished there (a partial loss, such as a failover that dropped the last writes), is
-   * added again, ms; pass `config.outboxReviveAfterMs`. Default 10000. A whole loss (Redis
+   * added again, ms; pass `config.outboxReviveAfterMs`. Default 2000. A whole loss (Redis
    * restarted empty) is found sooner: see {@link Outbox.relayOnce}.
    */
   reviveAfterMs?: number;
@@ -101,7 +101,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const { db, queue, logger } = options;
   const { sequelize } = db;
   const relayIntervalMs = options.relayIntervalMs ?? 5_000;
-  const reviveAfterMs = options.reviveAfterMs ?? 10_000;
+  const reviveAfterMs = options.reviveAfterMs ?? 2_000;
   const batchSize = options.batchSize ?? 500;
   const connection = queue.opts.connection as RedisClient;
   const sentinelKey = queue.toKey('outbox-sentinel');

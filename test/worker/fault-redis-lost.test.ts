@@ -6,7 +6,7 @@ import { exited, freePort, startRedisServer } from './support/processes';
 
 const EVENTS = 80;
 /** OUTBOX_REVIVE_AFTER_MS's default, and the slack the promise allows on top. */
-const REVIVE_AFTER_MS = 10_000;
+const REVIVE_AFTER_MS = 2_000;
 const SLACK_MS = 3_000;
 
 describe('fault: Redis restarts empty mid-load (no persistence)', () => {
@@ -20,7 +20,7 @@ describe('fault: Redis restarts empty mid-load (no persistence)', () => {
   beforeAll(async () => {
     redisPort = await freePort();
     redis = await startRedisServer(redisPort);
-    // Defaults otherwise: OUTBOX_REVIVE_AFTER_MS 10000, OUTBOX_RELAY_INTERVAL_MS 5000.
+    // Defaults otherwise: OUTBOX_REVIVE_AFTER_MS 2000, OUTBOX_RELAY_INTERVAL_MS 5000.
     env = await createTestEnvironment({ REDIS_URL: `redis://127.0.0.1:${redisPort}` }, 'worker');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
