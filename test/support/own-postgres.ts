@@ -37,9 +37,10 @@ function binDirectory(): string {
 }
 
 /**
- * Creates and starts a cluster on `port` with trust authentication and durability off (fsync,
- * synchronous_commit: a test's data need not survive the machine). PostgreSQL refuses to run
- * as root, so as root the cluster belongs to the `postgres` user.
+ * Creates and starts a cluster on `port` with trust authentication and without fsync: a
+ * test's data need not survive the machine, but must survive the server's own crash, so
+ * commits stay synchronous (a commit acknowledged before an immediate stop is kept).
+ * PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` user.
  *
  * @throws Error with initdb's or pg_ctl's output when either fails
  */
@@ -69,7 +70,6 @@ export async function startOwnPostgres(port: number): Promise<OwnPostgres> {
     '-c listen_addresses=127.0.0.1',
     `-c unix_socket_directories=${dataDir}`,
     '-c fsync=off',
-    '-c synchronous_commit=off',
     '-c full_page_writes=off',
     '-c max_connections=200',
   ].join(' ');
