@@ -62,6 +62,8 @@ export interface Config {
   outboxReviveAfterMs: number;
   /** Requests per minute per principal (per IP before auth); 0 = off. */
   rateLimitPerMin: number;
+  /** How long an Idempotency-Key claim holds without renewal, ms (DESIGN §15: at most 60 s). */
+  idempotencyLeaseMs: number;
   /** Receiver: accept deliveries carrying only X-Signature (then dedupe every body by its sha256). */
   receiverAcceptXSignatureOnly: boolean;
   /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
@@ -119,6 +121,7 @@ const schema = Joi.object({
   WEBHOOK_RETENTION_DAYS: Joi.number().integer().min(1).default(30),
   OUTBOX_REVIVE_AFTER_MS: Joi.number().integer().min(100).default(2000),
   RATE_LIMIT_PER_MIN: Joi.number().integer().min(0).default(6000),
+  IDEMPOTENCY_LEASE_MS: Joi.number().integer().min(1000).max(60000).default(60000),
   RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
   REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
   SEED_DEMO: Joi.boolean().default(false),
@@ -203,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     webhookRetentionDays: value.WEBHOOK_RETENTION_DAYS,
     outboxReviveAfterMs: value.OUTBOX_REVIVE_AFTER_MS,
     rateLimitPerMin: value.RATE_LIMIT_PER_MIN,
+    idempotencyLeaseMs: value.IDEMPOTENCY_LEASE_MS,
     receiverAcceptXSignatureOnly: value.RECEIVER_ACCEPT_X_SIGNATURE_ONLY,
     redisClusterNodes,
     seedDemo: value.SEED_DEMO,

@@ -15,6 +15,10 @@ export class IdempotencyKey extends Model<InferAttributes<IdempotencyKey>, Infer
   declare responseContentType: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
   declare expiresAt: Date;
+  /** While unanswered: the claim holds until then unless its process renews it (DESIGN §15). */
+  declare leaseExpiresAt: CreationOptional<Date | null>;
+  /** The post a create committed under this key, written in the post's own statement. */
+  declare postPid: CreationOptional<number | null>;
 
   static initModel(this: typeof IdempotencyKey, sequelize: Sequelize): typeof IdempotencyKey {
     this.init(
@@ -27,6 +31,8 @@ export class IdempotencyKey extends Model<InferAttributes<IdempotencyKey>, Infer
         responseContentType: { type: DataTypes.TEXT, allowNull: true },
         createdAt: { type: DataTypes.DATE, allowNull: false },
         expiresAt: { type: DataTypes.DATE, allowNull: false },
+        leaseExpiresAt: { type: DataTypes.DATE, allowNull: true },
+        postPid: { type: DataTypes.INTEGER, allowNull: true },
       },
       { sequelize, modelName: 'IdempotencyKey', tableName: 'idempotency_keys', underscored: true, timestamps: false },
     );

@@ -7,6 +7,7 @@ import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } fro
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import { rawQuery } from '../../../../shared/db/raw-query';
 import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
+import type { IdempotencyOwner } from '../plugins/idempotency';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -31,8 +32,12 @@ export interface PostPage {
 
 /** The one posts store both layouts use. Writes are transactional, record a post event and invalidate the cache. */
 export interface PostsRepository {
-  /** @throws PostIdsExhaustedError when no free random pid was found */
-  create(post: NewPost, pidSource: PidSource): Promise<PostRecord>;
+  /**
+   * @param claim - the request's Idempotency-Key, whose row records the new pid in the same
+   *   commit (DESIGN §15)
+   * @throws PostIdsExhaustedError when no free random pid was found
+   */
+  create(post: NewPost, pidSource: PidSource, claim?: IdempotencyOwner | null): Promise<PostRecord>;
   findById(pid: number): Promise<PostRecord | null>;
   /** Newest first; one page read through the created_at index. */
   list(limit: number, offset: number): Promise<PostPage>;
@@ -70,6 +75,7 @@ export interface PostsRepositoryDeps {
 interface PendingCreate {
   post: NewPost;
   traceparent: string | null;
+  claim: IdempotencyOwner | null;
 }
 
 interface CreatedPost {
@@ -111,13 +117,15 @@ const isoJson = (column: string) => `'"' || to_char(${column} AT TIME ZONE 'UTC'
  */
 function createStatement(random: boolean): string {
   const pid = random ? ', pid' : '';
+  // The Idempotency-Key claims (principal, key; null without one) follow the pid candidates.
+  const claims = random ? '$13::text[], $14::text[]' : '$12::text[], $13::text[]';
   // One probe of the primary key per candidate, written out: over a set (unnest) the planner
   // may hash the whole posts table instead, at a cost that grows with the table.
   const candidate = (k: number) => `($12::int[])[(${PID_CANDIDATES} * (ord - 1) + ${k})::int]`;
   const firstFree = Array.from({ length: PID_CANDIDATES }, (_, k) => `WHEN NOT EXISTS (SELECT 1 FROM posts stored WHERE stored.pid = ${candidate(k + 1)}) THEN ${candidate(k + 1)}`);
   return `WITH input AS (
-      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, ord)
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], ${claims})
+        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, claim_principal, claim_key, ord)
     ), inserted AS (
       INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image${pid})
       SELECT * FROM (
@@ -131,6 +139,12 @@ function createStatement(random: boolean): string {
       ) chosen
       ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
       RETURNING ${POST_COLUMNS}
+    ), claimed AS (
+      -- DESIGN §15: the key's row learns the pid in the post's own commit, for a retry whose
+      -- first request died before it could answer.
+      UPDATE idempotency_keys k SET post_pid = p.pid
+        FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
+       WHERE k.principal = i.claim_principal AND k.idempotency_key = i.claim_key
     ), source AS (
       SELECT i.ord, p.user_id AS owner_id, i.traceparent,
              i.piece0 || p.pid::text || i.piece1 || ${isoJson('p.created_at')} || i.piece2 || ${isoJson('p.updated_at')} || i.piece3 AS body
@@ -220,6 +234,8 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         column((i) => items[i].traceparent),
         'post.created',
         ...(random ? [missing.flatMap(() => Array.from({ length: PID_CANDIDATES }, () => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1)))] : []),
+        column((i) => items[i].claim?.principal ?? null),
+        column((i) => items[i].claim?.key ?? null),
       ];
       let found: (PostRow & FannedOutEvent)[];
       try {
@@ -253,13 +269,20 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         transaction,
       );
       const outcomes: Settled<CreatedPost>[] = [];
-      for (const row of inserted) {
+      for (const [index, row] of inserted.entries()) {
         if (row instanceof Error) {
           outcomes.push({ ok: false, error: row });
           continue;
         }
         const record = toPostRecord(row);
         await events.record(transaction, 'post.created', toChangedData(record));
+        const { claim } = items[index];
+        if (claim) {
+          await sequelize.query('UPDATE idempotency_keys SET post_pid = $3 WHERE principal = $1 AND idempotency_key = $2', {
+            bind: [claim.principal, claim.key, record.pid],
+            transaction,
+          });
+        }
         outcomes.push({ ok: true, value: { record, deliveryIds: [] } });
       }
       return outcomes;
@@ -298,9 +321,9 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
   }
 
   return {
-    async create(post, pidSource) {
+    async create(post, pidSource, claim = null) {
       // Concurrent creates share one transaction (group commit); the trace of each request travels with its own rows.
-      const { record, deliveryIds } = await creates[pidSource].submit({ post, traceparent: activeTraceparent() });
+      const { record, deliveryIds } = await creates[pidSource].submit({ post, traceparent: activeTraceparent(), claim });
       annotateActiveSpan({ [WEBHOOK_EVENT]: 'post.created', [WEBHOOK_IDS]: deliveryIds });
       return record;
     },

@@ -46,7 +46,7 @@ export const layoutA: Layout = {
     await app.register(async (authenticated) => {
       authenticated.addHook('onRequest', authenticate);
       // Before the routes: it marks those registered with `config: { idempotency: true }`.
-      registerIdempotency(authenticated, { sequelize: app.db.sequelize, log: app.log });
+      registerIdempotency(authenticated, { sequelize: app.db.sequelize, log: app.log, leaseMs: config.idempotencyLeaseMs });
       for (const plugin of routes) await authenticated.register(plugin, { config, posts, postReader, images });
     });
   },

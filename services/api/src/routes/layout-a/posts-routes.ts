@@ -1,4 +1,5 @@
 import { ApiError } from '../../errors';
+import { idempotencyClaimOf } from '../../plugins/idempotency';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaA, deletePostSchemaA, getPostA, listPostsA, updatePostSchemaA } from '../../schemas/layout-a';
 import { ApiRoutes, currentUser } from '../api-routes';
@@ -34,9 +35,16 @@ export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, 
     async (request) => {
       const { title, body, userId, image } = request.body;
       if (userId !== currentUser(request).userId) throw new ApiError(403, 'userId must be the authenticated user.');
+      // A retry of a create whose process died after committing answers with that post (DESIGN §15).
+      const claim = idempotencyClaimOf(request);
+      if (claim?.committedPostPid) {
+        const committed = await posts.findById(claim.committedPostPid);
+        if (!committed) throw new ApiError(409, `The request with this Idempotency-Key created post ${claim.committedPostPid}, which no longer exists.`);
+        return { status: 200, message: 'Post was successfully created.', item: present.item(committed) };
+      }
       const imageName = image ? await images.save(image) : null;
       try {
-        const post = await posts.create({ userId, title, content: body, image: imageName }, 'sequence');
+        const post = await posts.create({ userId, title, content: body, image: imageName }, 'sequence', claim);
         return { status: 200, message: 'Post was successfully created.', item: present.item(post) };
       } catch (err) {
         if (imageName) await images.remove(imageName).catch((cleanup) => request.log.warn({ err: cleanup }, 'removing an orphaned image failed'));

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../../../../shared/db';
 import { RequestValidationError } from '../../errors';
+import { idempotencyClaimOf } from '../../plugins/idempotency';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaB, deletePostSchemaB, getPostB, listPostsB, updatePostSchemaB } from '../../schemas/layout-b';
 import { ApiRoutes, currentUser } from '../api-routes';
@@ -42,8 +43,10 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
     const invalid = fieldRuleMessage(request);
     if (invalid) return { status: 2011, message: invalid };
     try {
-      const post = await posts.create({ userId: currentUser(request).userId, ...request.body, image: null }, 'random');
-      return { status: 2001, message: 'Post added successfully.', pid: String(post.pid) };
+      // A retry of a create whose process died after committing answers with that post (DESIGN §15).
+      const claim = idempotencyClaimOf(request);
+      const pid = claim?.committedPostPid ?? (await posts.create({ userId: currentUser(request).userId, ...request.body, image: null }, 'random', claim)).pid;
+      return { status: 2001, message: 'Post added successfully.', pid: String(pid) };
     } catch (err) {
       // An outage is not a failed insert: the error handler answers 503 with Retry-After.
       if (isDatabaseUnavailable(err)) throw err;
