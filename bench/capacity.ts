@@ -86,7 +86,7 @@ export async function runCapacityBench(settings: BenchSettings): Promise<Section
 }
 
 /** A redis-server without persistence on `port`, stopped when the scope closes. */
-async function startPrivateRedis(scope: Scope, port: number): Promise<ChildProcess> {
+export async function startPrivateRedis(scope: Scope, port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   scope.add('capacity redis-server', async () => {
     if (child.exitCode === null && child.signalCode === null) {

@@ -2,6 +2,7 @@ import { availableParallelism, cpus, freemem, loadavg, totalmem } from 'node:os'
 import { runApiBench } from './api';
 import { runCapacityBench } from './capacity';
 import { runDeliveryBench } from './delivery';
+import { runParkedBench } from './parked';
 import { formatNumber, formatRatio, formatSection, goalMet, Section } from './lib/report';
 import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
@@ -14,6 +15,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   delivery: runDeliveryBench,
   scaling: runScalingBench,
   capacity: runCapacityBench,
+  parked: runParkedBench,
 };
 
 /**

@@ -57,6 +57,7 @@ export async function startBaselineServer(scope: Scope, settings: BenchSettings,
  *
  * @param name - names the process in errors and its CPU profile
  * @param concurrency - WORKER_CONCURRENCY; default the run's setting
+ * @param env - more variables, over the defaults above
  */
 export async function startWorker(
   scope: Scope,
@@ -65,6 +66,7 @@ export async function startWorker(
   redisPrefix: string,
   name: string,
   concurrency = settings.workerConcurrency,
+  env: Record<string, string> = {},
 ): Promise<Child> {
   const port = await freePort();
   const child = startChild(scope, name, distPath('services', 'webhook-worker', 'src', 'main.js'), {
@@ -74,6 +76,7 @@ export async function startWorker(
       // The one sink stands for many endpoints: the per-endpoint cap (10) would measure the
       // isolation policy, not the delivery path the baseline is compared with.
       WEBHOOK_ENDPOINT_CONCURRENCY: '1000',
+      ...env,
     }),
     nodeArgs: NODE_HEAP_FLAGS,
     cpuProfDir: settings.cpuProfDir,

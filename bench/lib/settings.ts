@@ -27,6 +27,10 @@ export interface BenchSettings {
   latencyDurationS: number;
   /** Posts per second of the capacity run: well below saturation, so queueing stays out of its figures. */
   capacityRate: number;
+  /** Deliveries held behind one unanswering endpoint in the parked run. */
+  parkedDeliveries: number;
+  /** Seconds over which the parked run measures the worker's CPU (and the idle baseline's). */
+  parkedWindowS: number;
   scalingEvents: number;
   scalingDelayMs: number;
   /** Worker concurrency of the second scaling run, low enough that the endpoint's delay, not CPU, bounds one worker. */
@@ -37,7 +41,7 @@ export interface BenchSettings {
 }
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'scaling', 'capacity'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'scaling', 'capacity', 'parked'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
@@ -83,6 +87,8 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     latencyRates: [...new Set([...rates, latencyRate])].sort((a, b) => a - b),
     latencyDurationS: num('BENCH_LATENCY_DURATION_S', 10, 2),
     capacityRate: num('BENCH_CAPACITY_RATE', 200, 200),
+    parkedDeliveries: num('BENCH_PARKED_DELIVERIES', 300, 300),
+    parkedWindowS: num('BENCH_PARKED_WINDOW_S', 60, 15),
     scalingEvents: num('BENCH_SCALING_EVENTS', events, 2_000),
     scalingDelayMs: num('BENCH_RECEIVER_DELAY_MS', 20, 20),
     scalingLowConcurrency: num('BENCH_SCALING_LOW_CONCURRENCY', 5, 5),

@@ -25,10 +25,11 @@ export function gateKeyOf(delivery: { endpointId: number | null; url: string }):
 }
 
 /** Redis keys of one gate key; all start with the prefix, so a `{hash-tag}` prefix keeps them in one cluster slot. */
-export function circuitKeys(prefix: string, gateKey: string): { circuit: string; leases: string; index: string } {
+export function circuitKeys(prefix: string, gateKey: string): { circuit: string; leases: string; parked: string; index: string } {
   return {
     circuit: `${prefix}:webhooks:circuit:${gateKey}`,
     leases: `${prefix}:webhooks:leases:${gateKey}`,
+    parked: `${prefix}:webhooks:parked:${gateKey}`,
     index: `${prefix}:webhooks:circuits`,
   };
 }
@@ -78,11 +79,20 @@ export type AttemptVerdict = 'success' | 'failure' | 'neutral';
 /** What {@link DeliveryGate.release} changed in the circuit. */
 export type CircuitChange = 'none' | 'opened' | 'closed';
 
+/** What a release did: the circuit's change, and the parked jobs (their tokens) it woke. */
+export interface GateRelease {
+  change: CircuitChange;
+  /** Tokens (job ids) that were parked behind the cap or a probe and may run now. */
+  woken: string[];
+}
+
 export interface DeliveryGate {
   /**
    * One script: refuses while the circuit is open or its probe is in flight, else takes one
    * of the gate key's WEBHOOK_ENDPOINT_CONCURRENCY leases (TTL-based, so a dead worker's
-   * lease expires by itself), marking it the probe when the circuit is half-open.
+   * lease expires by itself), marking it the probe when the circuit is half-open. A token
+   * refused for the cap or a probe in flight is parked with the gate (in the same script, so
+   * no release can miss it): the release that frees a lease wakes it.
    *
    * @param token - the lease holder, unique per attempt (the job id)
    */
@@ -91,9 +101,12 @@ export interface DeliveryGate {
    * One script: returns the lease and reports the attempt. `failure` (timeout, connection
    * error, 5xx, 429) counts towards opening, or reopens after a failed probe for twice as
    * long (30 s to 10 min); `success` closes the circuit; `neutral` (another 4xx, or no
-   * attempt made) only returns the lease.
+   * attempt made) only returns the lease. Then, unless the circuit is open or probing, it
+   * takes as many parked tokens, oldest first, as there are free leases (one while half-open).
    */
-  release(gateKey: string, token: string, verdict: AttemptVerdict): Promise<CircuitChange>;
+  release(gateKey: string, token: string, verdict: AttemptVerdict): Promise<GateRelease>;
+  /** Whether `token` is still parked with the gate (a release has not woken it yet). One ZSCORE. */
+  isParked(gateKey: string, token: string): Promise<boolean>;
 }
 
 export interface DeliveryGateOptions {
@@ -105,34 +118,48 @@ export interface DeliveryGateOptions {
   breakerFailures: number;
   /** How long a lease lives unless returned, ms: longer than one attempt can take. */
   leaseTtlMs: number;
+  /** How long a gate remembers its parked tokens without news, ms: longer than a job stays parked. */
+  parkedTtlMs?: number;
 }
 
 // Redis's own clock (TIME) orders every worker's view of a circuit; replicas receive effects.
-// Each script serves a batch of leases: KEYS[1] the circuit index, then per lease its circuit
-// and its lease set; the leases of one call are handled in order, as separate calls would be.
+// Each script serves a batch of leases: KEYS[1] the circuit index, then per lease its circuit,
+// its lease set and its parked set; the leases of one call are handled in order, as separate
+// calls would be.
 const ACQUIRE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cap, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
-local function acquire(circuit, leases, token)
+local cap, ttl, parkedTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local function park(parked, token)
+  redis.call('ZADD', parked, now, token)
+  redis.call('PEXPIRE', parked, parkedTtl)
+end
+local function acquire(circuit, leases, parked, token)
+  redis.call('ZREM', parked, token)
   local probe = 0
   local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
   if untilMs > 0 then
     if now < untilMs then return {2, untilMs - now, 0} end
     local probeUntil = tonumber(redis.call('HGET', circuit, 'probe_until') or '0')
-    if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then return {3, probeUntil - now, 0} end
+    if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then
+      park(parked, token)
+      return {3, probeUntil - now, 0}
+    end
     probe = 1
   end
   redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-  if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then return {1, 0, 0} end
+  if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then
+    park(parked, token)
+    return {1, 0, 0}
+  end
   redis.call('ZADD', leases, now + ttl, token)
   redis.call('PEXPIRE', leases, ttl)
   if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
   return {0, 0, probe}
 end
 local out = {}
-for i = 1, #ARGV - 2 do
-  local decision = acquire(KEYS[2 * i], KEYS[2 * i + 1], ARGV[i + 2])
+for i = 1, #ARGV - 3 do
+  local decision = acquire(KEYS[3 * i - 1], KEYS[3 * i], KEYS[3 * i + 1], ARGV[i + 3])
   out[3 * i - 2], out[3 * i - 1], out[3 * i] = decision[1], decision[2], decision[3]
 end
 return out`;
@@ -140,7 +167,25 @@ return out`;
 const RELEASE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local threshold, base, max, memory = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local threshold, base, max, memory, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- The parked tokens that may run now: none while open or probing, one while half-open, else
+-- one per free lease, oldest first.
+local function wake(circuit, leases, parked)
+  local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
+  if untilMs > now then return {} end
+  local free = 1
+  if untilMs > 0 then
+    if tonumber(redis.call('HGET', circuit, 'probe_until') or '0') > now then return {} end
+  else
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    free = cap - redis.call('ZCARD', leases)
+  end
+  if free <= 0 then return {} end
+  local popped = redis.call('ZPOPMIN', parked, free)
+  local tokens = {}
+  for j = 1, #popped, 2 do tokens[#tokens + 1] = popped[j] end
+  return tokens
+end
 local function release(circuit, leases, token, verdict, member)
   redis.call('ZREM', leases, token)
   local isProbe = redis.call('HGET', circuit, 'probe') == token
@@ -170,16 +215,21 @@ local function release(circuit, leases, token, verdict, member)
   redis.call('PEXPIRE', circuit, memory)
   return 0
 end
+-- Per release: its change, the number of tokens woken, then those tokens.
 local out = {}
-for i = 1, (#ARGV - 4) / 3 do
-  local at = 4 + 3 * (i - 1)
-  out[i] = release(KEYS[2 * i], KEYS[2 * i + 1], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
+for i = 1, (#ARGV - 5) / 3 do
+  local at = 5 + 3 * (i - 1)
+  local circuit, leases, parked = KEYS[3 * i - 1], KEYS[3 * i], KEYS[3 * i + 1]
+  out[#out + 1] = release(circuit, leases, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
+  local woken = wake(circuit, leases, parked)
+  out[#out + 1] = #woken
+  for _, woke in ipairs(woken) do out[#out + 1] = woke end
 end
 return out`;
 
 type ScriptClient = RedisClient & {
   webhookGateAcquire(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
-  webhookGateRelease(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  webhookGateRelease(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<(number | string)[]>;
 };
 
 /**
@@ -200,13 +250,14 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
   const index = circuitKeys(options.prefix, '').index;
   const keysOf = (gateKey: string) => {
     const keys = circuitKeys(options.prefix, gateKey);
-    return [keys.circuit, keys.leases];
+    return [keys.circuit, keys.leases, keys.parked];
   };
+  const parkedTtlMs = options.parkedTtlMs ?? 600_000;
   const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
 
   const acquires = createGroupCommit<{ gateKey: string; token: string }, GateDecision>(async (batch) => {
     const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
-    const flat = await client.webhookGateAcquire(keys.length, ...keys, options.concurrency, options.leaseTtlMs, ...batch.map(({ token }) => token));
+    const flat = await client.webhookGateAcquire(keys.length, ...keys, options.concurrency, options.leaseTtlMs, parkedTtlMs, ...batch.map(({ token }) => token));
     return settled(
       batch.map((_, i): GateDecision => {
         const [code, waitMs, probe] = flat.slice(3 * i, 3 * i + 3);
@@ -216,22 +267,31 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
     );
   });
 
-  const releases = createGroupCommit<{ gateKey: string; token: string; verdict: AttemptVerdict }, CircuitChange>(async (batch) => {
+  const releases = createGroupCommit<{ gateKey: string; token: string; verdict: AttemptVerdict }, GateRelease>(async (batch) => {
     const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
-    const changes = await client.webhookGateRelease(
+    const flat = await client.webhookGateRelease(
       keys.length,
       ...keys,
       options.breakerFailures,
       CIRCUIT_OPEN_BASE_MS,
       CIRCUIT_OPEN_MAX_MS,
       CIRCUIT_MEMORY_MS,
+      options.concurrency,
       ...batch.flatMap(({ gateKey, token, verdict }) => [token, verdict, gateKey]),
     );
-    return settled(changes.map((change): CircuitChange => (change === 1 ? 'opened' : change === 2 ? 'closed' : 'none')));
+    const out: GateRelease[] = [];
+    for (let at = 0; at < flat.length; ) {
+      const change = Number(flat[at]);
+      const count = Number(flat[at + 1]);
+      out.push({ change: change === 1 ? 'opened' : change === 2 ? 'closed' : 'none', woken: flat.slice(at + 2, at + 2 + count).map(String) });
+      at += 2 + count;
+    }
+    return settled(out);
   });
 
   return {
     acquire: (gateKey, token) => acquires.submit({ gateKey, token }),
     release: (gateKey, token, verdict) => releases.submit({ gateKey, token, verdict }),
+    isParked: async (gateKey, token) => (await redis.zscore(circuitKeys(options.prefix, gateKey).parked, token)) !== null,
   };
 }

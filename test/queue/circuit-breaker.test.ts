@@ -47,19 +47,19 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
     const key = `e:${endpoint}`;
     for (const token of ['a', 'b']) {
       await gate.acquire(key, token);
-      expect(await gate.release(key, token, 'failure')).toBe('none');
+      expect((await gate.release(key, token, 'failure')).change).toBe('none');
     }
     // A success in between resets the count: failures must be consecutive.
     await gate.acquire(key, 'ok');
     await gate.release(key, 'ok', 'success');
     for (const token of ['c', 'd']) {
       await gate.acquire(key, token);
-      expect(await gate.release(key, token, 'failure')).toBe('none');
+      expect((await gate.release(key, token, 'failure')).change).toBe('none');
     }
     expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('closed');
     await gate.acquire(key, 'e');
 
-    expect(await gate.release(key, 'e', 'failure')).toBe('opened');
+    expect((await gate.release(key, 'e', 'failure')).change).toBe('opened');
 
     const refused = await gate.acquire(key, 'f');
     expect(refused).toMatchObject({ granted: false, reason: 'open' });
@@ -80,14 +80,14 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
 
     expect(await gate.acquire(key, 'probe-1')).toEqual({ granted: true, probe: true });
     expect(await gate.acquire(key, 'other')).toMatchObject({ granted: false, reason: 'probing' });
-    expect(await gate.release(key, 'probe-1', 'failure')).toBe('opened');
+    expect((await gate.release(key, 'probe-1', 'failure')).change).toBe('opened');
     const second = await gate.acquire(key, 'other');
     expect(second).toMatchObject({ granted: false, reason: 'open' });
     expect((second as { waitMs: number }).waitMs).toBeGreaterThan(2 * CIRCUIT_OPEN_BASE_MS - 1_000);
 
     await elapseOpening(key);
     expect(await gate.acquire(key, 'probe-2')).toEqual({ granted: true, probe: true });
-    expect(await gate.release(key, 'probe-2', 'success')).toBe('closed');
+    expect((await gate.release(key, 'probe-2', 'success')).change).toBe('closed');
     expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('closed');
     expect(await gate.acquire(key, 'after')).toEqual({ granted: true, probe: false });
     expect((await listOpenCircuits(redis, env.redisPrefix)).map((circuit) => circuit.gateKey)).not.toContain(key);
@@ -122,9 +122,47 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
       gate.release(key, 'job-y', 'failure'),
     ]);
     // The third failure of `key` opens its circuit, once; the fourth finds it open already.
-    expect(changes).toEqual(['none', 'none', 'none', 'opened', 'none']);
+    expect(changes.map((release) => release.change)).toEqual(['none', 'none', 'none', 'opened', 'none']);
     expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('open');
     expect(await readCircuitState(redis, env.redisPrefix, endpoint + 1000)).toBe('closed');
+  });
+
+  it('When jobs are refused for the cap, then they are parked with the gate and each returned lease wakes the oldest one', async () => {
+    const key = `e:${endpoint}`;
+    await gate.acquire(key, 'job-a');
+    await gate.acquire(key, 'job-b');
+    expect(await gate.acquire(key, 'job-c')).toMatchObject({ granted: false, reason: 'cap' });
+    expect(await gate.acquire(key, 'job-d')).toMatchObject({ granted: false, reason: 'cap' });
+    expect([await gate.isParked(key, 'job-c'), await gate.isParked(key, 'job-d')]).toEqual([true, true]);
+
+    expect(await gate.release(key, 'job-a', 'success')).toEqual({ change: 'none', woken: ['job-c'] });
+    expect([await gate.isParked(key, 'job-c'), await gate.isParked(key, 'job-d')]).toEqual([false, true]);
+    // The woken job takes the free lease; the other stays parked until the next release.
+    expect(await gate.acquire(key, 'job-c')).toMatchObject({ granted: true });
+    expect(await gate.release(key, 'job-b', 'neutral')).toEqual({ change: 'none', woken: ['job-d'] });
+    expect(await gate.release(key, 'job-c', 'neutral')).toEqual({ change: 'none', woken: [] });
+  });
+
+  it('When the release that opens the circuit frees a lease, then it wakes no parked job, and the successful probe wakes them', async () => {
+    const key = `e:${endpoint}`;
+    await gate.acquire(key, 'job-a');
+    await gate.acquire(key, 'job-b');
+    await gate.acquire(key, 'job-c');
+    expect(await gate.release(key, 'job-a', 'failure')).toEqual({ change: 'none', woken: ['job-c'] });
+    await gate.acquire(key, 'job-c');
+    expect(await gate.release(key, 'job-b', 'failure')).toEqual({ change: 'none', woken: [] });
+    await gate.acquire(key, 'job-d');
+    expect(await gate.acquire(key, 'job-f')).toMatchObject({ granted: false, reason: 'cap' });
+    // The third failure opens the circuit: job-f stays parked rather than run into it.
+    expect(await gate.release(key, 'job-c', 'failure')).toEqual({ change: 'opened', woken: [] });
+    expect(await gate.isParked(key, 'job-f')).toBe(true);
+
+    await elapseOpening(key);
+    expect(await gate.acquire(key, 'probe')).toEqual({ granted: true, probe: true });
+    expect(await gate.acquire(key, 'job-g')).toMatchObject({ granted: false, reason: 'probing' });
+    // Closed again, with job-d's lease still held: one free lease, the oldest parked job.
+    expect(await gate.release(key, 'probe', 'success')).toEqual({ change: 'closed', woken: ['job-f'] });
+    expect(await gate.isParked(key, 'job-g')).toBe(true);
   });
 
   it('When deliveries have no endpoint, then their gate is the URL origin', () => {

@@ -21,7 +21,8 @@ export interface DeliveryProcessorOptions {
   queueNotices(deliveryIds: string[]): Promise<void>;
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
-   * again when Redis lost them): a FIFO endpoint's next in line, once the one ahead ended.
+   * again when Redis lost them): a FIFO endpoint's next in line, once the one ahead ended, and
+   * the jobs a gate release woke.
    */
   wake(deliveryIds: string[]): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
@@ -44,8 +45,14 @@ const RESERVED_HEADERS = new Set([
 
 /** Share of a worker's slots retries may hold, so first attempts always find free slots. */
 const RETRY_SHARE = 0.8;
-/** A job over its endpoint's cap waits this long, jittered (DESIGN §6). */
-const CAP_WAIT_MS: [number, number] = [100, 500];
+/** A retry over that share waits this long, jittered: a local limit, freed within an attempt. */
+const RETRY_SLOT_WAIT_MS: [number, number] = [100, 500];
+/**
+ * A job refused for its endpoint's cap, or while the endpoint's probe is in flight, is parked
+ * with the gate this long: the attempt that returns a lease wakes it (DESIGN §6), so this
+ * only bounds the wait when that wake-up is lost (its worker killed between release and wake).
+ */
+export const GATE_PARK_MS = 30_000;
 /**
  * PostgreSQL unreachable: postpone by as long as it has been away so far, at least 0.5 s and
  * at most 15 s, so a short outage costs little and a long one does not spin.
@@ -93,12 +100,23 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     throw new DelayedError();
   }
 
-  function refusedUntil(decision: Extract<GateDecision, { granted: false }>): number {
-    const now = Date.now();
-    if (decision.reason === 'cap') return now + between(CAP_WAIT_MS);
-    // Spread the reopening over a second, so one job is the probe and the rest follow it.
-    if (decision.reason === 'open') return now + decision.waitMs + between([0, 1_000]);
-    return now + Math.min(decision.waitMs, between([1_000, 2_000]));
+  /**
+   * A refused job waits without an attempt: until the circuit's reopening when it is open
+   * (spread over a second, so one job is the probe and the rest follow it), else parked with
+   * the gate, which the next release wakes. Parked in two steps (the gate's set, then the
+   * delayed set), so a release in between finds the job still running: it is no longer in the
+   * gate's set once in the delayed set, and wakes itself.
+   */
+  async function refused(job: DeliveryJob, token: string | undefined, gateKey: string, decision: Extract<GateDecision, { granted: false }>): Promise<never> {
+    if (decision.reason === 'open') return postpone(job, token, Date.now() + decision.waitMs + between([0, 1_000]));
+    await job.moveToDelayed(Date.now() + GATE_PARK_MS, token);
+    const jobId = job.id ?? job.data.deliveryId;
+    try {
+      if (!(await gate.isParked(gateKey, jobId))) await options.wake([jobId]);
+    } catch (error) {
+      logger.warn({ err: error, gate: gateKey }, 'could not check a parked job; it runs when its parking ends');
+    }
+    throw new DelayedError();
   }
 
   async function unclaimed(job: DeliveryJob, token: string | undefined, log: Logger): Promise<void> {
@@ -150,7 +168,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     try {
       if (job.data.gate) {
         const decision = await gate.acquire(job.data.gate, jobId);
-        if (!decision.granted) return await postpone(job, token, refusedUntil(decision));
+        if (!decision.granted) return await refused(job, token, job.data.gate, decision);
         leased = job.data.gate;
       }
       const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
@@ -175,7 +193,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
           await store.unclaim(delivery.id);
           await job.updateData({ deliveryId: delivery.id, gate: gateKey });
           if (!job.priority) await job.changePriority({ priority: DEFERRED_PRIORITY });
-          return await postpone(job, token, refusedUntil(decision));
+          return await refused(job, token, gateKey, decision);
         }
         leased = gateKey;
       }
@@ -198,8 +216,9 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
 
   async function releaseLease(gateKey: string, jobId: string, verdict: AttemptVerdict, log: Logger): Promise<void> {
     try {
-      const change = await gate.release(gateKey, jobId, verdict);
+      const { change, woken } = await gate.release(gateKey, jobId, verdict);
       if (change !== 'none') log.warn({ gate: gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
+      if (woken.length > 0) await options.wake(woken);
     } catch (error) {
       // The lease expires by itself; the circuit misses one verdict.
       log.warn({ err: error, gate: gateKey }, 'could not return the endpoint lease');
@@ -258,7 +277,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   return async function processDelivery(job: DeliveryJob, token?: string): Promise<void> {
     const log = logger.child({ deliveryId: job.data.deliveryId });
     const retry = job.priority === RETRY_PRIORITY;
-    if (retry && retriesInFlight >= retrySlots) return postpone(job, token, Date.now() + between(CAP_WAIT_MS));
+    if (retry && retriesInFlight >= retrySlots) return postpone(job, token, Date.now() + between(RETRY_SLOT_WAIT_MS));
     if (retry) retriesInFlight += 1;
     try {
       return await attempt(job, token, log);
