@@ -69,7 +69,7 @@ export async function runParkedBench(settings: BenchSettings): Promise<Section> 
         ours: percent(parked.cpuS),
         baseline: { name: 'the same worker idle', value: percent(idle.cpuS) },
         below: 2,
-        oursDetail: `${((parked.cpuS * 60_000) / windowMs).toFixed(2)} CPU s per minute; ${formatNumber(parked.commands)} Redis commands in ${settings.parkedWindowS} s (idle: ${formatNumber(idle.commands)})`,
+        oursDetail: `${((parked.cpuS * 60_000) / windowMs).toFixed(2)} CPU s per minute; ${formatNumber(parked.commands)} Redis commands in ${settings.parkedWindowS} s, most ${parked.top} (idle: ${formatNumber(idle.commands)})`,
       },
     ];
     return {
@@ -84,18 +84,29 @@ export async function runParkedBench(settings: BenchSettings): Promise<Section> 
   }
 }
 
-/** CPU seconds of the worker and Redis commands over `windowMs`. */
-async function measure(cpuSeconds: () => number, redis: Redis, windowMs: number): Promise<{ cpuS: number; commands: number }> {
-  const commandsBefore = totalCommands(await redis.info('commandstats'));
+/** CPU seconds of the worker and Redis commands over `windowMs`, with the three most called. */
+async function measure(cpuSeconds: () => number, redis: Redis, windowMs: number): Promise<{ cpuS: number; commands: number; top: string }> {
+  const before = commandCounts(await redis.info('commandstats'));
   const cpuBefore = cpuSeconds();
   await sleep(windowMs);
-  return { cpuS: cpuSeconds() - cpuBefore, commands: totalCommands(await redis.info('commandstats')) - commandsBefore };
+  const cpuS = cpuSeconds() - cpuBefore;
+  const after = commandCounts(await redis.info('commandstats'));
+  const calls = [...after].map(([name, count]) => [name, count - (before.get(name) ?? 0)] as const).filter(([, count]) => count > 0);
+  calls.sort((x, y) => y[1] - x[1]);
+  return {
+    cpuS,
+    commands: calls.reduce((sum, [, count]) => sum + count, 0),
+    top: calls
+      .slice(0, 3)
+      .map(([name, count]) => `${name} ${formatNumber(count)}`)
+      .join(', '),
+  };
 }
 
-function totalCommands(info: string): number {
-  let total = 0;
-  for (const match of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) total += Number(match[1]);
-  return total;
+function commandCounts(info: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1], Number(match[2]));
+  return counts;
 }
 
 /** A TCP server on 127.0.0.1 that accepts every connection and never answers. */
