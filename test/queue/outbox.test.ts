@@ -58,7 +58,10 @@ describe('outbox', () => {
 
   it('When Redis is unreachable at commit, then the commit succeeds and the relay queues the row later', async () => {
     // A producer whose Redis connection can never be ready, as when Redis is down.
-    const deadConnection = createRedis({ redisUrl: 'redis://127.0.0.1:1' }, 'client', { retryStrategy: () => null });
+    // ioredis's disconnect of a connection whose socket already closed arms a timer of
+    // disconnectTimeout (2 s by default) that nothing clears: keep it short, or it holds the
+    // test process open past jest's exit.
+    const deadConnection = createRedis({ redisUrl: 'redis://127.0.0.1:1' }, 'client', { retryStrategy: () => null, disconnectTimeout: 50 });
     deadConnection.on('error', () => undefined);
     const deadQueue = createWebhookQueue(env.config, deadConnection, silentLogger);
     const deadOutbox = createOutbox({ db: producer.db, queue: deadQueue, logger: silentLogger });
