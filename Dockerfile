@@ -1,5 +1,5 @@
 # One image for every service; the command picks the service (see docker-compose.yml).
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 # npm's update notice would contact the registry on every `npm run`.
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
@@ -12,7 +12,7 @@ COPY scripts scripts
 COPY bench bench
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
