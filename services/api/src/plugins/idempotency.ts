@@ -119,7 +119,11 @@ export function registerIdempotency(
         if (contentType) reply.type(contentType);
         return reply.code(status).header('Idempotent-Replayed', 'true').send(body);
       }
-      if (Date.now() > deadline) throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry later.');
+      if (Date.now() > deadline) {
+        // Retry-After tells a client this 409 is worth retrying, unlike a key reused with another request.
+        reply.header('Retry-After', '1');
+        throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry later.');
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
