@@ -4,6 +4,8 @@ FROM node:24-bookworm-slim AS build
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The typed client is a workspace of the root package: npm ci needs its manifest.
+COPY clients/node/package.json clients/node/package.json
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY shared shared
@@ -16,6 +18,7 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/clients/node/package.json clients/node/package.json
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 # The dashboard's static files are served from the sources' place; tsc copies only TypeScript.
