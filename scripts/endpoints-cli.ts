@@ -12,12 +12,15 @@ import {
   createEndpoint,
   deleteEndpoint,
   generateEndpointSecret,
+  presentHeaders,
   rotateEndpointSecret,
   updateEndpoint,
 } from '../shared/operations';
 
 const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
+                            [--header 'Name: value' ...] [--ordering unordered|fifo]
+  npm run endpoints -- update --id ID [--header 'Name: value' ...] [--no-headers] [--ordering unordered|fifo]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
   npm run endpoints -- enable --id ID
@@ -45,7 +48,10 @@ class UsageError extends Error {
  * "active":false}`, `enable` `{"id":..,"active":true}` (clears the disabled reason), `delete`
  * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
  * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
- * signing until then). Endpoints made here are operator endpoints. `--help` prints the usage
+ * signing until then). `--header` (repeatable) sets a static header sent with every delivery
+ * and `--ordering fifo` delivers in order (DESIGN §14, §6); `update` replaces the headers
+ * (`--no-headers` clears them) or changes the ordering and prints the endpoint, sensitive
+ * header values masked as in `list`. Endpoints made here are operator endpoints. `--help` prints the usage
  * on stdout. Errors go to stderr as `error: <message>`; a wrong command line (unknown event
  * names included; followed by the usage) exits with 2, any other failure with 1.
  */
@@ -55,6 +61,7 @@ async function main(argv: string[]): Promise<void> {
   const { values } = parse(rest);
   if (command === 'add') return run((db) => add(db, values));
   if (command === 'list') return run(list);
+  if (command === 'update') return run((db) => update(db, values));
   if (command === 'disable') return run((db) => disable(db, values));
   if (command === 'enable') return run((db) => enable(db, values));
   if (command === 'delete') return run((db) => remove(db, values));
@@ -75,6 +82,9 @@ function parse(args: string[]) {
         description: { type: 'string' },
         id: { type: 'string' },
         'overlap-hours': { type: 'string' },
+        header: { type: 'string', multiple: true },
+        'no-headers': { type: 'boolean' },
+        ordering: { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -109,8 +119,46 @@ async function add(db: Database, values: Values): Promise<void> {
     if (error instanceof UnknownEventTypeError) throw new UsageError(`--events: ${error.message}`, { cause: error });
     throw error;
   }
-  const { endpoint } = await createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null });
+  const { endpoint } = await usageErrorOnInvalid(() =>
+    createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null, headers: headersOption(values), ordering: orderingOption(values.ordering) }),
+  );
   print({ id: endpoint.id, secret });
+}
+
+async function update(db: Database, values: Values): Promise<void> {
+  const id = idOption(values.id);
+  const headers = values['no-headers'] ? {} : values.header ? headersOption(values) : undefined;
+  const ordering = orderingOption(values.ordering);
+  if (headers === undefined && ordering === undefined) throw new UsageError('update needs --header, --no-headers or --ordering.');
+  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, { headers, ordering })));
+  print({ id, headers: endpoint.headers, ordering: endpoint.ordering });
+}
+
+/** `--header 'Name: value'`, repeatable, as a map; the rules of DESIGN §14 are checked by the operations layer. */
+function headersOption(values: Values): Record<string, string> | undefined {
+  if (!values.header) return undefined;
+  const headers: Record<string, string> = {};
+  for (const line of values.header) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) throw new UsageError(`--header must be "Name: value", got "${line}".`);
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return headers;
+}
+
+function orderingOption(value: string | undefined): 'unordered' | 'fifo' | undefined {
+  if (value === undefined || value === 'unordered' || value === 'fifo') return value;
+  throw new UsageError(`--ordering must be unordered or fifo, got "${value}".`);
+}
+
+/** A header the operations layer refuses is a wrong command line. */
+async function usageErrorOnInvalid<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof InvalidEndpointError) throw new UsageError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 async function list(db: Database): Promise<void> {
@@ -122,6 +170,8 @@ async function list(db: Database): Promise<void> {
       events: endpoint.events,
       active: endpoint.active,
       description: endpoint.description,
+      headers: presentHeaders(endpoint.headers),
+      ordering: endpoint.ordering,
       disabledReason: endpoint.disabledReason,
       previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
     });

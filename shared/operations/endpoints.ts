@@ -18,8 +18,81 @@ export interface EndpointView {
   disabled_reason: string | null;
   /** The owning user, or null for an operator endpoint. */
   user_id: number | null;
+  /** Sent with every delivery (DESIGN §14); sensitive values read as {@link MASKED}. */
+  headers: Record<string, string>;
+  /** `fifo`: deliveries arrive one at a time in the order their events were made (DESIGN §6). */
+  ordering: EndpointOrdering;
   created_at: string;
   updated_at: string;
+}
+
+export type EndpointOrdering = 'unordered' | 'fifo';
+
+/** What a sensitive header's value reads as; sent back in a PATCH, it keeps the stored value. */
+export const MASKED = '********';
+
+/** At most this many bytes of header names and values in all (DESIGN §14). */
+const HEADERS_MAX_BYTES = 4096;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\x20-\x7e\t]*$/;
+/**
+ * Names an endpoint may not set: what the sender sets (the signature set, X-Signature) and what
+ * HTTP or the proxy owns (DESIGN §14).
+ */
+const RESERVED_HEADER_NAMES = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'connection',
+  'transfer-encoding',
+  'proxy-authorization',
+  'x-signature',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+/** Whether a header's value is a credential, shown masked (DESIGN §14). */
+function isSensitiveHeader(name: string): boolean {
+  return name === 'authorization' || name === 'proxy-authorization' || name === 'cookie' || /key|token|secret|auth/.test(name);
+}
+
+/** The headers as the API shows them: sensitive values masked. */
+export function presentHeaders(headers: Record<string, string> | null | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name, isSensitiveHeader(name) ? MASKED : value]));
+}
+
+/**
+ * An endpoint's static headers as they are stored: names lowercase, each checked against DESIGN
+ * §14. With `stored`, a value of {@link MASKED} for a stored sensitive header keeps its value.
+ *
+ * @throws InvalidEndpointError naming the header: not an HTTP token, reserved, given twice,
+ *   a value that is not printable, {@link MASKED} for a header with no stored value, or over 4 KB in all
+ */
+export function normalizeEndpointHeaders(input: Record<string, unknown>, stored: Record<string, string> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  let bytes = 0;
+  const reserved: string[] = [];
+  for (const [rawName, rawValue] of Object.entries(input)) {
+    if (!HEADER_NAME.test(rawName)) throw new InvalidEndpointError(`headers: "${rawName}" is not a valid HTTP header name.`);
+    const name = rawName.toLowerCase();
+    if (RESERVED_HEADER_NAMES.has(name)) {
+      reserved.push(name);
+      continue;
+    }
+    if (name in out) throw new InvalidEndpointError(`headers: "${name}" is given twice.`);
+    if (typeof rawValue !== 'string' || !HEADER_VALUE.test(rawValue)) throw new InvalidEndpointError(`headers: the value of "${name}" must be a string of printable characters.`);
+    let value = rawValue;
+    if (value === MASKED) {
+      if (!isSensitiveHeader(name) || stored[name] === undefined) throw new InvalidEndpointError(`headers: "${name}" has no stored value to keep; send its value.`);
+      value = stored[name];
+    }
+    out[name] = value;
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+  }
+  if (reserved.length > 0) throw new InvalidEndpointError(`headers: ${reserved.join(', ')} cannot be set; the sender or HTTP sets ${reserved.length === 1 ? 'it' : 'them'}.`);
+  if (bytes > HEADERS_MAX_BYTES) throw new InvalidEndpointError(`headers: at most ${HEADERS_MAX_BYTES} bytes of names and values in all.`);
+  return out;
 }
 
 /** What a new endpoint needs; `userId` null makes an operator endpoint. */
@@ -30,6 +103,9 @@ export interface NewEndpoint {
   /** Default: a fresh `whsec_` secret ({@link generateEndpointSecret}). */
   secret?: string;
   userId: number | null;
+  /** Checked by {@link normalizeEndpointHeaders}. */
+  headers?: Record<string, unknown>;
+  ordering?: EndpointOrdering;
 }
 
 /** The fields PATCH may change; `active: true` re-enables and clears `disabled_reason`. */
@@ -38,6 +114,10 @@ export interface EndpointChanges {
   events?: string[];
   description?: string | null;
   active?: boolean;
+  /** Replaces the whole map; {@link MASKED} keeps a stored sensitive value. */
+  headers?: Record<string, unknown>;
+  /** A switch to `fifo` orders the deliveries made from then on. */
+  ordering?: EndpointOrdering;
 }
 
 /** A rotation's result: the new secret and when the old one stops signing. */
@@ -84,6 +164,7 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
   const secret = input.secret ?? generateEndpointSecret();
   assertEndpointSecret(secret);
   const events = uniqueEvents(input.events ?? []);
+  const headers = normalizeEndpointHeaders(input.headers ?? {});
   await assertKnownEventTypes(db, events);
   const row = await db.models.WebhookEndpoint.create({
     url: input.url,
@@ -91,6 +172,8 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
     events,
     description: input.description ?? null,
     userId: input.userId,
+    headers,
+    ordering: input.ordering ?? 'unordered',
   });
   return { endpoint: presentEndpoint(row), secret };
 }
@@ -108,7 +191,7 @@ export async function listEndpoints(db: Database, viewer: Viewer, page: { limit:
     );
   }
   const rows = await db.sequelize.query<EndpointRow>(
-    `SELECT id, url, events, description, active, disabled_reason, user_id, created_at, updated_at,
+    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, created_at, updated_at,
             (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_at_micros
        FROM webhook_endpoints WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $1`,
@@ -135,8 +218,11 @@ export async function updateEndpoint(db: Database, id: number, viewer: Viewer, c
   if (!row) throw new EndpointNotFoundError(id);
   if (changes.url !== undefined) assertEndpointUrl(changes.url);
   const events = changes.events && uniqueEvents(changes.events);
+  const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
   if (events) await assertKnownEventTypes(db, events);
   if (changes.url !== undefined) row.url = changes.url;
+  if (headers) row.headers = headers;
+  if (changes.ordering !== undefined) row.ordering = changes.ordering;
   if (events) row.events = events;
   if (changes.description !== undefined) row.description = changes.description;
   if (changes.active === true) {
@@ -227,6 +313,8 @@ export function presentEndpoint(row: WebhookEndpoint): EndpointView {
     active: row.active,
     disabled_reason: row.disabledReason,
     user_id: row.userId,
+    headers: presentHeaders(row.headers),
+    ordering: row.ordering,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -244,6 +332,8 @@ function presentEndpointRow(row: EndpointRow): EndpointView {
     active: row.active,
     disabled_reason: row.disabled_reason,
     user_id: row.user_id,
+    headers: presentHeaders(row.headers),
+    ordering: row.ordering,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

@@ -45,9 +45,28 @@ describe('endpoints CLI', () => {
       events: ['post.created', 'post.deleted'],
       active: true,
       description: 'shop',
+      headers: {},
+      ordering: 'unordered',
       disabledReason: null,
       previousSecretExpiresAt: null,
     });
+  });
+
+  it('When an endpoint is added with headers and fifo ordering, then list masks the credential, and update replaces or clears them', async () => {
+    const added = cli('add', '--url', 'https://example.com/ordered', '--header', 'Authorization: Basic dXNlcjpwYXNz', '--header', 'X-Tenant: acme', '--ordering', 'fifo');
+    expect(added.status).toBe(0);
+    const { id } = JSON.parse(added.stdout);
+    const listed = cli('list').stdout.trim().split('\n').map((line) => JSON.parse(line)).find((endpoint) => endpoint.id === id);
+    expect(listed).toMatchObject({ headers: { authorization: '********', 'x-tenant': 'acme' }, ordering: 'fifo' });
+    expect((await db.models.WebhookEndpoint.findByPk(id))!.headers).toEqual({ authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme' });
+
+    const updated = cli('update', '--id', String(id), '--header', 'X-Region: eu', '--ordering', 'unordered');
+    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered' });
+    expect(JSON.parse(cli('update', '--id', String(id), '--no-headers').stdout)).toMatchObject({ headers: {} });
+
+    const refused = cli('add', '--url', 'https://example.com/bad', '--header', 'Host: evil');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('headers: host cannot be set');
   });
 
   it('When an endpoint is added with a secret and then disabled, then list shows it inactive', () => {

@@ -66,6 +66,23 @@ describe('webhook worker: delivery', () => {
     await eventually(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
   });
 
+  it("When the endpoint has static headers, then every delivery carries them beside the signature headers, which they cannot replace", async () => {
+    const endpoint = await addEndpoint(producer.db, `${receiver.url}/hooks/with-headers`);
+    // Stored as the API stores them (lowercase, checked); a reserved name slipped into the row by hand is still not sent.
+    await producer.db.models.WebhookEndpoint.update(
+      { headers: { authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme', 'webhook-id': 'forged' } },
+      { where: { id: endpoint.id } },
+    );
+    run();
+
+    await recordEvent(producer, 'post.created', buildPostData());
+
+    const [request] = await receiver.waitForRequests(1);
+    const [delivery] = await deliveryRows(producer.db);
+    expect(request.headers).toMatchObject({ authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme', 'webhook-id': delivery.id });
+    expect(new Webhook(endpoint.secret).verify(request.body.toString('utf8'), request.headers as Record<string, string>)).toBeDefined();
+  });
+
   it('When another service enqueues the DESIGN §7 vector, then the receiver gets its exact body and X-Signature', async () => {
     run();
 

@@ -37,7 +37,16 @@ export interface paths {
                                 disabled_reason: string | null;
                                 /** @description Empty: every event. */
                                 events: string[];
+                                /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                                headers: {
+                                    [key: string]: string;
+                                };
                                 id: number;
+                                /**
+                                 * @description `fifo`: one delivery at a time, in the order the events were made.
+                                 * @enum {string}
+                                 */
+                                ordering: "unordered" | "fifo";
                                 /** Format: date-time */
                                 updated_at: string;
                                 url: string;
@@ -122,6 +131,15 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
+                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value. */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /**
+                         * @description `fifo`: one delivery at a time, in the order the events were made (default `unordered`).
+                         * @enum {string}
+                         */
+                        ordering?: "unordered" | "fifo";
                         /** @description Default: `whsec_` + base64 of 32 random bytes. */
                         secret?: string;
                         /**
@@ -147,7 +165,16 @@ export interface paths {
                             disabled_reason: string | null;
                             /** @description Empty: every event. */
                             events: string[];
+                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                            headers: {
+                                [key: string]: string;
+                            };
                             id: number;
+                            /**
+                             * @description `fifo`: one delivery at a time, in the order the events were made.
+                             * @enum {string}
+                             */
+                            ordering: "unordered" | "fifo";
                             /** @description Shown only here and on rotation. */
                             secret: string;
                             /** Format: date-time */
@@ -255,7 +282,16 @@ export interface paths {
                             disabled_reason: string | null;
                             /** @description Empty: every event. */
                             events: string[];
+                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                            headers: {
+                                [key: string]: string;
+                            };
                             id: number;
+                            /**
+                             * @description `fifo`: one delivery at a time, in the order the events were made.
+                             * @enum {string}
+                             */
+                            ordering: "unordered" | "fifo";
                             /** Format: date-time */
                             updated_at: string;
                             url: string;
@@ -449,6 +485,15 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
+                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value. */
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /**
+                         * @description `fifo`: one delivery at a time, in the order the events were made (default `unordered`).
+                         * @enum {string}
+                         */
+                        ordering?: "unordered" | "fifo";
                         /**
                          * Format: uri
                          * @description http:// or https://
@@ -472,7 +517,16 @@ export interface paths {
                             disabled_reason: string | null;
                             /** @description Empty: every event. */
                             events: string[];
+                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                            headers: {
+                                [key: string]: string;
+                            };
                             id: number;
+                            /**
+                             * @description `fifo`: one delivery at a time, in the order the events were made.
+                             * @enum {string}
+                             */
+                            ordering: "unordered" | "fifo";
                             /** Format: date-time */
                             updated_at: string;
                             url: string;

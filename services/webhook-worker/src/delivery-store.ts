@@ -11,6 +11,7 @@ export interface ClaimedDelivery {
   url: string;
   method: string;
   body: string;
+  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers (DESIGN §14). */
   headers: Record<string, string>;
   secret: string | null;
   algo: HmacAlgo;
@@ -106,6 +107,7 @@ interface ClaimRow {
   signature_header: string;
   attempts: number;
   endpoint_secret: string | null;
+  endpoint_headers: Record<string, string> | null;
   endpoint_previous_secret: string | null;
   endpoint_active: boolean | null;
   endpoint_deleted: boolean;
@@ -136,7 +138,7 @@ const CLAIM_BATCH = {
     RETURNING w.id, w.endpoint_id, w.url, w.method, w.body, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
               w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
   )
-  SELECT d.*, e.secret AS endpoint_secret, e.active AS endpoint_active,
+  SELECT d.*, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
     FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`,
 };
@@ -225,7 +227,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     url: row.url,
     method: row.method,
     body: row.body,
-    headers: row.headers,
+    headers: { ...row.endpoint_headers, ...row.headers },
     secret: row.secret,
     algo: row.algo,
     signatureHeader: row.signature_header,

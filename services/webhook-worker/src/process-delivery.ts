@@ -31,13 +31,14 @@ export interface DeliveryProcessorOptions {
 
 export type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
 
-/** Headers a caller's own headers may not set: the signature set, and what HTTP itself owns. */
+/** Headers a caller's or an endpoint's own headers may not set: the signature set, and what HTTP itself owns. */
 const RESERVED_HEADERS = new Set([
   'content-type',
   'content-length',
   'transfer-encoding',
   'host',
   'connection',
+  'proxy-authorization',
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',

@@ -15,8 +15,22 @@ const eventsSchema = {
   description: 'Event type names from GET /api/v1/event-types; empty or absent: every event.',
 } as const;
 const descriptionSchema = { type: 'string', maxLength: 1000, nullable: true } as const;
+// The rules of DESIGN §14 (names, reserved, masking, 4 KB) are shared/operations' own, with messages naming the header.
+const headers = Joi.object().pattern(/./, Joi.any());
+const ordering = Joi.string().valid('unordered', 'fifo');
+const headersSchema = {
+  type: 'object',
+  additionalProperties: { type: 'string' },
+  description:
+    'Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value.',
+} as const;
+const orderingSchema = {
+  type: 'string',
+  enum: ['unordered', 'fifo'],
+  description: '`fifo`: one delivery at a time, in the order the events were made (default `unordered`).',
+} as const;
 
-/** `POST /endpoints` `{url, events?, description?, secret?}`. */
+/** `POST /endpoints` `{url, events?, description?, headers?, ordering?, secret?}`. */
 export const createEndpointBody = validatedBy(
   {
     type: 'object',
@@ -26,6 +40,8 @@ export const createEndpointBody = validatedBy(
       url: urlSchema,
       events: eventsSchema,
       description: descriptionSchema,
+      headers: headersSchema,
+      ordering: orderingSchema,
       secret: {
         type: 'string',
         minLength: 1,
@@ -34,10 +50,10 @@ export const createEndpointBody = validatedBy(
       },
     },
   },
-  Joi.object({ url: url.required(), events, description, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
+  Joi.object({ url: url.required(), events, description, headers, ordering, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
 );
 
-/** `PATCH /endpoints/{id}` `{url?, events?, description?, active?}`, at least one. */
+/** `PATCH /endpoints/{id}` `{url?, events?, description?, active?, headers?, ordering?}`, at least one. */
 export const updateEndpointBody = validatedBy(
   {
     type: 'object',
@@ -48,9 +64,11 @@ export const updateEndpointBody = validatedBy(
       events: eventsSchema,
       description: descriptionSchema,
       active: { type: 'boolean', description: '`true` re-enables the endpoint and clears `disabled_reason`.' },
+      headers: headersSchema,
+      ordering: orderingSchema,
     },
   },
-  Joi.object({ url, events, description, active: Joi.boolean() }).min(1).required().unknown(false),
+  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering }).min(1).required().unknown(false),
 );
 
 /** `POST /endpoints/{id}/rotate-secret` `{overlap_hours?}`. */
@@ -92,6 +110,8 @@ export interface CreateEndpointBody {
   url: string;
   events?: string[];
   description?: string | null;
+  headers?: Record<string, unknown>;
+  ordering?: 'unordered' | 'fifo';
   secret?: string;
 }
 
@@ -100,4 +120,6 @@ export interface UpdateEndpointBody {
   events?: string[];
   description?: string | null;
   active?: boolean;
+  headers?: Record<string, unknown>;
+  ordering?: 'unordered' | 'fifo';
 }

@@ -40,7 +40,7 @@ const nullableTime = { type: 'string', format: 'date-time', nullable: true } as 
 /** The endpoint object of DESIGN §11. */
 export const endpointObject = {
   type: 'object',
-  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'created_at', 'updated_at'],
+  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'integer' },
     url: { type: 'string' },
@@ -49,6 +49,12 @@ export const endpointObject = {
     active: { type: 'boolean' },
     disabled_reason: nullableString,
     user_id: { type: 'integer', nullable: true, description: 'The owning user; null for an operator endpoint.' },
+    headers: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********".',
+    },
+    ordering: { type: 'string', enum: ['unordered', 'fifo'], description: '`fifo`: one delivery at a time, in the order the events were made.' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
   },
