@@ -19,8 +19,9 @@ import {
 
 const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
-                            [--header 'Name: value' ...] [--ordering unordered|fifo]
+                            [--header 'Name: value' ...] [--ordering unordered|fifo] [--rate-limit N]
   npm run endpoints -- update --id ID [--header 'Name: value' ...] [--no-headers] [--ordering unordered|fifo]
+                               [--rate-limit N|none]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
   npm run endpoints -- enable --id ID
@@ -49,8 +50,9 @@ class UsageError extends Error {
  * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
  * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
  * signing until then). `--header` (repeatable) sets a static header sent with every delivery
- * and `--ordering fifo` delivers in order (DESIGN §14, §6); `update` replaces the headers
- * (`--no-headers` clears them) or changes the ordering and prints the endpoint, sensitive
+ * `--ordering fifo` delivers in order, `--rate-limit N` caps attempts per second (DESIGN §14,
+ * §6); `update` replaces the headers (`--no-headers` clears them), changes the ordering or the
+ * rate limit (`none` removes it) and prints those fields, sensitive
  * header values masked as in `list`. Endpoints made here are operator endpoints. `--help` prints the usage
  * on stdout. Errors go to stderr as `error: <message>`; a wrong command line (unknown event
  * names included; followed by the usage) exits with 2, any other failure with 1.
@@ -85,6 +87,7 @@ function parse(args: string[]) {
         header: { type: 'string', multiple: true },
         'no-headers': { type: 'boolean' },
         ordering: { type: 'string' },
+        'rate-limit': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -120,7 +123,7 @@ async function add(db: Database, values: Values): Promise<void> {
     throw error;
   }
   const { endpoint } = await usageErrorOnInvalid(() =>
-    createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null, headers: headersOption(values), ordering: orderingOption(values.ordering) }),
+    createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null, headers: headersOption(values), ordering: orderingOption(values.ordering), rateLimitPerS: rateLimitOption(values['rate-limit']) }),
   );
   print({ id: endpoint.id, secret });
 }
@@ -129,9 +132,10 @@ async function update(db: Database, values: Values): Promise<void> {
   const id = idOption(values.id);
   const headers = values['no-headers'] ? {} : values.header ? headersOption(values) : undefined;
   const ordering = orderingOption(values.ordering);
-  if (headers === undefined && ordering === undefined) throw new UsageError('update needs --header, --no-headers or --ordering.');
-  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, { headers, ordering })));
-  print({ id, headers: endpoint.headers, ordering: endpoint.ordering });
+  const rateLimitPerS = rateLimitOption(values['rate-limit']);
+  if (headers === undefined && ordering === undefined && rateLimitPerS === undefined) throw new UsageError('update needs --header, --no-headers, --ordering or --rate-limit.');
+  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, { headers, ordering, rateLimitPerS })));
+  print({ id, headers: endpoint.headers, ordering: endpoint.ordering, rate_limit_per_s: endpoint.rate_limit_per_s });
 }
 
 /** `--header 'Name: value'`, repeatable, as a map; the rules of DESIGN §14 are checked by the operations layer. */
@@ -144,6 +148,15 @@ function headersOption(values: Values): Record<string, string> | undefined {
     headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }
   return headers;
+}
+
+/** `--rate-limit N` (1..10000 attempts a second) or `none`. */
+function rateLimitOption(value: string | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10000) throw new UsageError(`--rate-limit must be 1..10000 or none, got "${value}".`);
+  return limit;
 }
 
 function orderingOption(value: string | undefined): 'unordered' | 'fifo' | undefined {
@@ -172,6 +185,7 @@ async function list(db: Database): Promise<void> {
       description: endpoint.description,
       headers: presentHeaders(endpoint.headers),
       ordering: endpoint.ordering,
+      rateLimitPerS: endpoint.rateLimitPerS,
       disabledReason: endpoint.disabledReason,
       previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
     });

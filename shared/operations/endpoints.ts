@@ -22,6 +22,8 @@ export interface EndpointView {
   headers: Record<string, string>;
   /** `fifo`: deliveries arrive one at a time in the order their events were made (DESIGN §6). */
   ordering: EndpointOrdering;
+  /** Attempts started per second at most, across all workers (DESIGN §14); null: no limit. */
+  rate_limit_per_s: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -106,6 +108,8 @@ export interface NewEndpoint {
   /** Checked by {@link normalizeEndpointHeaders}. */
   headers?: Record<string, unknown>;
   ordering?: EndpointOrdering;
+  /** 1..10000 or null (checked by the API's schema). */
+  rateLimitPerS?: number | null;
 }
 
 /** The fields PATCH may change; `active: true` re-enables and clears `disabled_reason`. */
@@ -118,6 +122,7 @@ export interface EndpointChanges {
   headers?: Record<string, unknown>;
   /** A switch to `fifo` orders the deliveries made from then on. */
   ordering?: EndpointOrdering;
+  rateLimitPerS?: number | null;
 }
 
 /** A rotation's result: the new secret and when the old one stops signing. */
@@ -174,6 +179,7 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
     userId: input.userId,
     headers,
     ordering: input.ordering ?? 'unordered',
+    rateLimitPerS: input.rateLimitPerS ?? null,
   });
   return { endpoint: presentEndpoint(row), secret };
 }
@@ -191,7 +197,7 @@ export async function listEndpoints(db: Database, viewer: Viewer, page: { limit:
     );
   }
   const rows = await db.sequelize.query<EndpointRow>(
-    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, created_at, updated_at,
+    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, rate_limit_per_s, created_at, updated_at,
             (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_at_micros
        FROM webhook_endpoints WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $1`,
@@ -223,6 +229,7 @@ export async function updateEndpoint(db: Database, id: number, viewer: Viewer, c
   if (changes.url !== undefined) row.url = changes.url;
   if (headers) row.headers = headers;
   if (changes.ordering !== undefined) row.ordering = changes.ordering;
+  if (changes.rateLimitPerS !== undefined) row.rateLimitPerS = changes.rateLimitPerS;
   if (events) row.events = events;
   if (changes.description !== undefined) row.description = changes.description;
   if (changes.active === true) {
@@ -315,6 +322,7 @@ export function presentEndpoint(row: WebhookEndpoint): EndpointView {
     user_id: row.userId,
     headers: presentHeaders(row.headers),
     ordering: row.ordering,
+    rate_limit_per_s: row.rateLimitPerS,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -334,6 +342,7 @@ function presentEndpointRow(row: EndpointRow): EndpointView {
     user_id: row.user_id,
     headers: presentHeaders(row.headers),
     ordering: row.ordering,
+    rate_limit_per_s: row.rate_limit_per_s,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

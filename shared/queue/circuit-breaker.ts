@@ -24,12 +24,33 @@ export function gateKeyOf(delivery: { endpointId: number | null; url: string }):
   }
 }
 
+/**
+ * Lua: reserves the next slot of a rate-limit schedule, GCRA (the generic cell rate algorithm
+ * of ATM networks, as in redis-cell) in reservation form with a burst of one: `rate` is a hash
+ * of the schedule's theoretical arrival time (`tat`, ms on Redis's clock) and the limit, kept a
+ * minute past the schedule's end. Returns the ms until the reserved slot starts (0: now).
+ */
+export const RESERVE_RATE_SLOT_LUA = `
+local function reserveRateSlot(rate, limit, now)
+  local interval = 1000 / limit
+  local tat = tonumber(redis.call('HGET', rate, 'tat') or '0')
+  if tat < now then tat = now end
+  redis.call('HSET', rate, 'tat', string.format('%.3f', tat + interval), 'limit', limit)
+  redis.call('PEXPIRE', rate, math.ceil(tat + interval - now) + 60000)
+  return math.ceil(tat - now)
+end`;
+
 /** Redis keys of one gate key; all start with the prefix, so a `{hash-tag}` prefix keeps them in one cluster slot. */
-export function circuitKeys(prefix: string, gateKey: string): { circuit: string; leases: string; parked: string; index: string } {
+export function circuitKeys(
+  prefix: string,
+  gateKey: string,
+): { circuit: string; leases: string; parked: string; rate: string; starts: string; index: string } {
   return {
     circuit: `${prefix}:webhooks:circuit:${gateKey}`,
     leases: `${prefix}:webhooks:leases:${gateKey}`,
     parked: `${prefix}:webhooks:parked:${gateKey}`,
+    rate: `${prefix}:webhooks:rate:${gateKey}`,
+    starts: `${prefix}:webhooks:rate-starts:${gateKey}`,
     index: `${prefix}:webhooks:circuits`,
   };
 }
@@ -69,9 +90,12 @@ function stateAt(until: number, now: number): CircuitState {
 
 /** What {@link DeliveryGate.acquire} decided. */
 export type GateDecision =
-  | { granted: true; probe: boolean }
+  /** `rateLimitPerS`: the limit whose slot the script reserved (now) for this lease, or null. */
+  | { granted: true; probe: boolean; rateLimitPerS: number | null }
   /** `cap`: too many attempts in flight; `open`: the circuit is open; `probing`: a probe is in flight. */
-  | { granted: false; reason: 'cap' | 'open' | 'probing'; waitMs: number };
+  | { granted: false; reason: 'cap' | 'open' | 'probing'; waitMs: number }
+  /** The endpoint's rate limit reserved the job a slot `waitMs` from now (DESIGN §14). */
+  | { granted: false; reason: 'rate'; waitMs: number; limitPerS: number };
 
 /** How an attempt under a lease ended, for the circuit. */
 export type AttemptVerdict = 'success' | 'failure' | 'neutral';
@@ -94,9 +118,14 @@ export interface DeliveryGate {
    * refused for the cap or a probe in flight is parked with the gate (in the same script, so
    * no release can miss it): the release that frees a lease wakes it.
    *
+   * Once a rate limit is known for the gate key ({@link EndpointRateLimiter}, shared/queue
+   * rate-limit), the same script first reserves the token's slot, unless `holdsRateSlot`: a
+   * slot in the future is a `rate` refusal, without a lease.
+   *
    * @param token - the lease holder, unique per attempt (the job id)
+   * @param holdsRateSlot - the token runs at the rate-limit slot it reserved earlier
    */
-  acquire(gateKey: string, token: string): Promise<GateDecision>;
+  acquire(gateKey: string, token: string, holdsRateSlot?: boolean): Promise<GateDecision>;
   /**
    * One script: returns the lease and reports the attempt. `failure` (timeout, connection
    * error, 5xx, 429) counts towards opening, or reopens after a failed probe for twice as
@@ -105,6 +134,8 @@ export interface DeliveryGate {
    * takes as many parked tokens, oldest first, as there are free leases (one while half-open).
    */
   release(gateKey: string, token: string, verdict: AttemptVerdict): Promise<GateRelease>;
+  /** Stops reserving rate-limit slots at acquire for the gate key (its endpoint's limit was removed). One HDEL. */
+  forgetRateLimit(gateKey: string): Promise<void>;
   /** Whether `token` is still parked with the gate (a release has not woken it yet). One ZSCORE. */
   isParked(gateKey: string, token: string): Promise<boolean>;
 }
@@ -124,9 +155,9 @@ export interface DeliveryGateOptions {
 
 // Redis's own clock (TIME) orders every worker's view of a circuit; replicas receive effects.
 // Each script serves a batch of leases: KEYS[1] the circuit index, then per lease its circuit,
-// its lease set and its parked set; the leases of one call are handled in order, as separate
-// calls would be.
-const ACQUIRE_SCRIPT = `
+// its lease set, its parked set and its rate schedule; the leases of one call are handled in
+// order, as separate calls would be.
+const ACQUIRE_SCRIPT = `${RESERVE_RATE_SLOT_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cap, ttl, parkedTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -134,7 +165,13 @@ local function park(parked, token)
   redis.call('ZADD', parked, now, token)
   redis.call('PEXPIRE', parked, parkedTtl)
 end
-local function acquire(circuit, leases, parked, token)
+-- The attempts a rate-limited gate started in the last second: a job late for its slot may
+-- still go while that second has room (the limit plus half its burst), else it takes a new slot.
+local function startedInWindow(starts, limit)
+  redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - 1000)
+  return redis.call('ZCARD', starts) < limit + math.floor(math.ceil(limit / 10) / 2)
+end
+local function acquire(circuit, leases, parked, rate, starts, token, holdsSlot)
   redis.call('ZREM', parked, token)
   local probe = 0
   local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
@@ -147,6 +184,15 @@ local function acquire(circuit, leases, parked, token)
     end
     probe = 1
   end
+  local rated = 0
+  local limit = tonumber(redis.call('HGET', rate, 'limit') or '0')
+  if limit > 0 then
+    if holdsSlot ~= '1' or not startedInWindow(starts, limit) then
+      local wait = reserveRateSlot(rate, limit, now)
+      if wait > 0 then return {4, wait, limit} end
+    end
+    rated = limit
+  end
   redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
   if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then
     park(parked, token)
@@ -155,11 +201,15 @@ local function acquire(circuit, leases, parked, token)
   redis.call('ZADD', leases, now + ttl, token)
   redis.call('PEXPIRE', leases, ttl)
   if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
-  return {0, 0, probe}
+  if rated > 0 then
+    redis.call('ZADD', starts, now, token)
+    redis.call('PEXPIRE', starts, 2000)
+  end
+  return {0, rated, probe}
 end
 local out = {}
-for i = 1, #ARGV - 3 do
-  local decision = acquire(KEYS[3 * i - 1], KEYS[3 * i], KEYS[3 * i + 1], ARGV[i + 3])
+for i = 1, (#ARGV - 3) / 2 do
+  local decision = acquire(KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1], KEYS[5 * i], KEYS[5 * i + 1], ARGV[2 * i + 2], ARGV[2 * i + 3])
   out[3 * i - 2], out[3 * i - 1], out[3 * i] = decision[1], decision[2], decision[3]
 end
 return out`;
@@ -219,7 +269,7 @@ end
 local out = {}
 for i = 1, (#ARGV - 5) / 3 do
   local at = 5 + 3 * (i - 1)
-  local circuit, leases, parked = KEYS[3 * i - 1], KEYS[3 * i], KEYS[3 * i + 1]
+  local circuit, leases, parked = KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1]
   out[#out + 1] = release(circuit, leases, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
   local woken = wake(circuit, leases, parked)
   out[#out + 1] = #woken
@@ -250,18 +300,26 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
   const index = circuitKeys(options.prefix, '').index;
   const keysOf = (gateKey: string) => {
     const keys = circuitKeys(options.prefix, gateKey);
-    return [keys.circuit, keys.leases, keys.parked];
+    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts];
   };
   const parkedTtlMs = options.parkedTtlMs ?? 600_000;
   const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
 
-  const acquires = createGroupCommit<{ gateKey: string; token: string }, GateDecision>(async (batch) => {
+  const acquires = createGroupCommit<{ gateKey: string; token: string; holdsRateSlot: boolean }, GateDecision>(async (batch) => {
     const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
-    const flat = await client.webhookGateAcquire(keys.length, ...keys, options.concurrency, options.leaseTtlMs, parkedTtlMs, ...batch.map(({ token }) => token));
+    const flat = await client.webhookGateAcquire(
+      keys.length,
+      ...keys,
+      options.concurrency,
+      options.leaseTtlMs,
+      parkedTtlMs,
+      ...batch.flatMap(({ token, holdsRateSlot }) => [token, holdsRateSlot ? '1' : '0']),
+    );
     return settled(
       batch.map((_, i): GateDecision => {
-        const [code, waitMs, probe] = flat.slice(3 * i, 3 * i + 3);
-        if (code === 0) return { granted: true, probe: probe === 1 };
+        const [code, waitMs, third] = flat.slice(3 * i, 3 * i + 3);
+        if (code === 0) return { granted: true, probe: third === 1, rateLimitPerS: waitMs > 0 ? waitMs : null };
+        if (code === 4) return { granted: false, reason: 'rate', waitMs, limitPerS: third };
         return { granted: false, reason: code === 1 ? 'cap' : code === 2 ? 'open' : 'probing', waitMs };
       }),
     );
@@ -290,8 +348,11 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
   });
 
   return {
-    acquire: (gateKey, token) => acquires.submit({ gateKey, token }),
+    acquire: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, token, holdsRateSlot }),
     release: (gateKey, token, verdict) => releases.submit({ gateKey, token, verdict }),
+    forgetRateLimit: async (gateKey) => {
+      await redis.hdel(circuitKeys(options.prefix, gateKey).rate, 'limit');
+    },
     isParked: async (gateKey, token) => (await redis.zscore(circuitKeys(options.prefix, gateKey).parked, token)) !== null,
   };
 }

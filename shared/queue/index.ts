@@ -4,3 +4,4 @@ export * from './fan-out';
 export * from './outbox';
 export * from './webhook-queue';
 export * from './circuit-breaker';
+export * from './rate-limit';

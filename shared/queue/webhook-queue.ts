@@ -19,6 +19,13 @@ export interface WebhookJobData {
    * (the outbox), else by the worker when the gate first postpones the job. Not a secret.
    */
   gate?: string;
+  /**
+   * When the endpoint's rate limit reserved this job's slot (ms since the epoch): the job waits
+   * in the delayed set until then and goes without asking again (DESIGN §14).
+   */
+  rateSlot?: number;
+  /** The limit that slot was reserved under, attempts a second. */
+  rateLimit?: number;
 }
 
 /**

@@ -63,6 +63,17 @@ describe('endpoint headers and ordering over the API', () => {
     expect(res.json().message).toMatch(/^headers: /);
   });
 
+  it('when a rate limit is set, then it reads back, null removes it, and anything but 1..10000 is 400 naming the field', async () => {
+    const { id, rate_limit_per_s: limit } = (await create({ url: 'https://h.example.com/limited', rate_limit_per_s: 50 })).json();
+    expect(limit).toBe(50);
+    expect((await patch(id, { rate_limit_per_s: null }, b)).json()).toMatchObject({ rate_limit_per_s: null });
+    for (const bad of [0, 10001, 2.5, '50']) {
+      const res = await patch(id, { rate_limit_per_s: bad });
+      expect(res.statusCode).toBe(400);
+      expect(res.body).toMatch(/rate_limit_per_s/);
+    }
+  });
+
   it('when ordering is neither unordered nor fifo, then it is 400', async () => {
     const res = await create({ url: 'https://h.example.com/bad', ordering: 'lifo' }, b);
     expect(res.statusCode).toBe(400);

@@ -31,8 +31,8 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
   it('When more attempts than the cap ask for one endpoint, then the extra one waits, and a lease whose holder died expires', async () => {
     const key = `e:${endpoint}`;
 
-    expect(await gate.acquire(key, 'job-a')).toEqual({ granted: true, probe: false });
-    expect(await gate.acquire(key, 'job-b')).toEqual({ granted: true, probe: false });
+    expect(await gate.acquire(key, 'job-a')).toEqual({ granted: true, probe: false, rateLimitPerS: null });
+    expect(await gate.acquire(key, 'job-b')).toEqual({ granted: true, probe: false, rateLimitPerS: null });
     expect(await gate.acquire(key, 'job-c')).toMatchObject({ granted: false, reason: 'cap' });
     expect(await gate.acquire(`e:${endpoint + 1000}`, 'job-c')).toMatchObject({ granted: true });
     await gate.release(key, 'job-a', 'neutral');
@@ -78,7 +78,7 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
     await elapseOpening(key);
     expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('half_open');
 
-    expect(await gate.acquire(key, 'probe-1')).toEqual({ granted: true, probe: true });
+    expect(await gate.acquire(key, 'probe-1')).toEqual({ granted: true, probe: true, rateLimitPerS: null });
     expect(await gate.acquire(key, 'other')).toMatchObject({ granted: false, reason: 'probing' });
     expect((await gate.release(key, 'probe-1', 'failure')).change).toBe('opened');
     const second = await gate.acquire(key, 'other');
@@ -86,10 +86,10 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
     expect((second as { waitMs: number }).waitMs).toBeGreaterThan(2 * CIRCUIT_OPEN_BASE_MS - 1_000);
 
     await elapseOpening(key);
-    expect(await gate.acquire(key, 'probe-2')).toEqual({ granted: true, probe: true });
+    expect(await gate.acquire(key, 'probe-2')).toEqual({ granted: true, probe: true, rateLimitPerS: null });
     expect((await gate.release(key, 'probe-2', 'success')).change).toBe('closed');
     expect(await readCircuitState(redis, env.redisPrefix, endpoint)).toBe('closed');
-    expect(await gate.acquire(key, 'after')).toEqual({ granted: true, probe: false });
+    expect(await gate.acquire(key, 'after')).toEqual({ granted: true, probe: false, rateLimitPerS: null });
     expect((await listOpenCircuits(redis, env.redisPrefix)).map((circuit) => circuit.gateKey)).not.toContain(key);
   });
 
@@ -104,7 +104,7 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
 
     await new Promise((resolve) => setTimeout(resolve, 350));
 
-    expect(await gate.acquire(key, 'next')).toEqual({ granted: true, probe: true });
+    expect(await gate.acquire(key, 'next')).toEqual({ granted: true, probe: true, rateLimitPerS: null });
   });
 
   it('When many attempts of one process ask and report at once, then the cap and the threshold hold as if they came one by one', async () => {
@@ -158,7 +158,7 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
     expect(await gate.isParked(key, 'job-f')).toBe(true);
 
     await elapseOpening(key);
-    expect(await gate.acquire(key, 'probe')).toEqual({ granted: true, probe: true });
+    expect(await gate.acquire(key, 'probe')).toEqual({ granted: true, probe: true, rateLimitPerS: null });
     expect(await gate.acquire(key, 'job-g')).toMatchObject({ granted: false, reason: 'probing' });
     // Closed again, with job-d's lease still held: one free lease, the oldest parked job.
     expect(await gate.release(key, 'probe', 'success')).toEqual({ change: 'closed', woken: ['job-f'] });

@@ -47,6 +47,7 @@ describe('endpoints CLI', () => {
       description: 'shop',
       headers: {},
       ordering: 'unordered',
+      rateLimitPerS: null,
       disabledReason: null,
       previousSecretExpiresAt: null,
     });
@@ -60,8 +61,10 @@ describe('endpoints CLI', () => {
     expect(listed).toMatchObject({ headers: { authorization: '********', 'x-tenant': 'acme' }, ordering: 'fifo' });
     expect((await db.models.WebhookEndpoint.findByPk(id))!.headers).toEqual({ authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme' });
 
-    const updated = cli('update', '--id', String(id), '--header', 'X-Region: eu', '--ordering', 'unordered');
-    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered' });
+    const updated = cli('update', '--id', String(id), '--header', 'X-Region: eu', '--ordering', 'unordered', '--rate-limit', '50');
+    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered', rate_limit_per_s: 50 });
+    expect(JSON.parse(cli('update', '--id', String(id), '--rate-limit', 'none').stdout)).toMatchObject({ rate_limit_per_s: null });
+    expect(cli('update', '--id', String(id), '--rate-limit', '0').status).toBe(2);
     expect(JSON.parse(cli('update', '--id', String(id), '--no-headers').stdout)).toMatchObject({ headers: {} });
 
     const refused = cli('add', '--url', 'https://example.com/bad', '--header', 'Host: evil');

@@ -47,6 +47,8 @@ export interface paths {
                                  * @enum {string}
                                  */
                                 ordering: "unordered" | "fifo";
+                                /** @description Attempts started per second at most, across all workers; null: no limit. */
+                                rate_limit_per_s: number | null;
                                 /** Format: date-time */
                                 updated_at: string;
                                 url: string;
@@ -140,6 +142,8 @@ export interface paths {
                          * @enum {string}
                          */
                         ordering?: "unordered" | "fifo";
+                        /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
+                        rate_limit_per_s?: number | null;
                         /** @description Default: `whsec_` + base64 of 32 random bytes. */
                         secret?: string;
                         /**
@@ -175,6 +179,8 @@ export interface paths {
                              * @enum {string}
                              */
                             ordering: "unordered" | "fifo";
+                            /** @description Attempts started per second at most, across all workers; null: no limit. */
+                            rate_limit_per_s: number | null;
                             /** @description Shown only here and on rotation. */
                             secret: string;
                             /** Format: date-time */
@@ -292,6 +298,8 @@ export interface paths {
                              * @enum {string}
                              */
                             ordering: "unordered" | "fifo";
+                            /** @description Attempts started per second at most, across all workers; null: no limit. */
+                            rate_limit_per_s: number | null;
                             /** Format: date-time */
                             updated_at: string;
                             url: string;
@@ -494,6 +502,8 @@ export interface paths {
                          * @enum {string}
                          */
                         ordering?: "unordered" | "fifo";
+                        /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
+                        rate_limit_per_s?: number | null;
                         /**
                          * Format: uri
                          * @description http:// or https://
@@ -527,6 +537,8 @@ export interface paths {
                              * @enum {string}
                              */
                             ordering: "unordered" | "fifo";
+                            /** @description Attempts started per second at most, across all workers; null: no limit. */
+                            rate_limit_per_s: number | null;
                             /** Format: date-time */
                             updated_at: string;
                             url: string;

@@ -28,6 +28,8 @@ export interface ClaimedDelivery {
   oneShot: boolean;
   /** Place in its FIFO endpoint's order (DESIGN §6); null for other endpoints. */
   sequence: string | null;
+  /** The endpoint's `rate_limit_per_s` (DESIGN §14); null: none. */
+  rateLimitPerS: number | null;
 }
 
 /** What a job learns of a delivery it could not claim. */
@@ -108,6 +110,7 @@ interface ClaimRow {
   attempts: number;
   endpoint_secret: string | null;
   endpoint_headers: Record<string, string> | null;
+  endpoint_rate_limit_per_s: number | null;
   endpoint_previous_secret: string | null;
   endpoint_active: boolean | null;
   endpoint_deleted: boolean;
@@ -138,7 +141,8 @@ const CLAIM_BATCH = {
     RETURNING w.id, w.endpoint_id, w.url, w.method, w.body, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
               w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
   )
-  SELECT d.*, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.active AS endpoint_active,
+  SELECT d.*, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
+         e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
     FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`,
 };
@@ -238,6 +242,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     endpointDeleted: row.endpoint_deleted,
     oneShot: row.one_shot,
     sequence: row.sequence,
+    rateLimitPerS: row.endpoint_rate_limit_per_s,
   };
 }
 

@@ -5,6 +5,7 @@ import type { Metrics } from '../../../shared/metrics';
 import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
+import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/queue/rate-limit';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
 import type { RetryPolicy } from './retry-policy';
@@ -15,6 +16,8 @@ export interface DeliveryProcessorOptions {
   sender: HttpSender;
   policy: RetryPolicy;
   gate: DeliveryGate;
+  /** Each endpoint's `rate_limit_per_s`, across all workers (DESIGN §14). */
+  rateLimiter: EndpointRateLimiter;
   logger: Logger;
   metrics?: Metrics;
   /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
@@ -54,6 +57,8 @@ const RETRY_SLOT_WAIT_MS: [number, number] = [100, 500];
  * only bounds the wait when that wake-up is lost (its worker killed between release and wake).
  */
 export const GATE_PARK_MS = 30_000;
+/** A job woken this much before its rate-limit slot (clock granularity of the delayed set) still holds it, ms. */
+const RATE_SLOT_EARLY_MS = 20;
 /**
  * PostgreSQL unreachable: postpone by as long as it has been away so far, at least 0.5 s and
  * at most 15 s, so a short outage costs little and a long one does not spin.
@@ -88,7 +93,7 @@ export const FIFO_PARK_MS = 30_000;
  *   database errors, which fail the job and let BullMQ retry it
  */
 export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
-  const { store, sender, policy, gate, logger, metrics, config } = options;
+  const { store, sender, policy, gate, rateLimiter, logger, metrics, config } = options;
   const random = options.random ?? Math.random;
   const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));
   let retriesInFlight = 0;
@@ -109,6 +114,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
    * gate's set once in the delayed set, and wakes itself.
    */
   async function refused(job: DeliveryJob, token: string | undefined, gateKey: string, decision: Extract<GateDecision, { granted: false }>): Promise<never> {
+    if (decision.reason === 'rate') return waitForRateSlot(job, token, gateKey, decision.waitMs, decision.limitPerS, logger);
     if (decision.reason === 'open') return postpone(job, token, Date.now() + decision.waitMs + between([0, 1_000]));
     await job.moveToDelayed(Date.now() + GATE_PARK_MS, token);
     const jobId = job.id ?? job.data.deliveryId;
@@ -135,6 +141,25 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       return postpone(job, token, state.nextAttemptAt.getTime());
     }
     log.debug({ status: state.status }, 'delivery already finished; duplicate job ignored');
+  }
+
+  /**
+   * Whether the job woke for the rate-limit slot it reserved (a retry, or a job much later, a
+   * wait behind the cap say, reserves again); the gate still checks the last second's attempts.
+   */
+  function holdsRateSlot(job: DeliveryJob): boolean {
+    const { rateSlot: slot, rateLimit: limit } = job.data;
+    if (slot === undefined || limit === undefined) return false;
+    const late = Date.now() - slot;
+    return late >= -RATE_SLOT_EARLY_MS && late <= RATE_SLOT_TOLERANCE_MS;
+  }
+
+  /** Waits for the rate-limit slot the job was given, without an attempt. */
+  async function waitForRateSlot(job: DeliveryJob, token: string | undefined, gateKey: string, waitMs: number, limitPerS: number, log: Logger): Promise<never> {
+    const slot = Date.now() + waitMs;
+    await job.updateData({ deliveryId: job.data.deliveryId, gate: gateKey, rateSlot: slot, rateLimit: limitPerS });
+    log.debug({ slot: new Date(slot) }, 'endpoint rate limit: waiting for the reserved slot');
+    return postpone(job, token, slot);
   }
 
   /** Parks a FIFO delivery's job until the delivery ahead of it ends (its worker wakes this one). */
@@ -166,11 +191,14 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     const jobId = job.id ?? job.data.deliveryId;
     let leased: string | undefined;
     let verdict: AttemptVerdict = 'neutral';
+    /** The rate limit whose slot the gate reserved for this attempt, or null. */
+    let rated: number | null = null;
     try {
       if (job.data.gate) {
-        const decision = await gate.acquire(job.data.gate, jobId);
+        const decision = await gate.acquire(job.data.gate, jobId, holdsRateSlot(job));
         if (!decision.granted) return await refused(job, token, job.data.gate, decision);
         leased = job.data.gate;
+        rated = decision.rateLimitPerS;
       }
       const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
       databaseDownSince = undefined;
@@ -189,7 +217,8 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       if (leased !== gateKey) {
         if (leased) await gate.release(leased, jobId, 'neutral');
         leased = undefined;
-        const decision = await gate.acquire(gateKey, jobId);
+        const decision = await gate.acquire(gateKey, jobId, holdsRateSlot(job));
+        rated = decision.granted ? decision.rateLimitPerS : null;
         if (!decision.granted) {
           await store.unclaim(delivery.id);
           await job.updateData({ deliveryId: delivery.id, gate: gateKey });
@@ -197,6 +226,16 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
           return await refused(job, token, gateKey, decision);
         }
         leased = gateKey;
+      }
+      // The gate reserves slots itself once it knows the limit; the row tells it (again) when it
+      // does not, or when the endpoint's limit changed or was removed.
+      if (delivery.rateLimitPerS === null && rated !== null) await gate.forgetRateLimit(gateKey);
+      if (delivery.rateLimitPerS !== null && rated !== delivery.rateLimitPerS && !holdsRateSlot(job)) {
+        const waitMs = await rateLimiter.reserve(gateKey, delivery.rateLimitPerS);
+        if (waitMs > 0) {
+          await store.unclaim(delivery.id);
+          return await waitForRateSlot(job, token, gateKey, waitMs, delivery.rateLimitPerS, log);
+        }
       }
       const outcome = await send(delivery, log);
       verdict = outcome.verdict;

@@ -18,11 +18,19 @@ const descriptionSchema = { type: 'string', maxLength: 1000, nullable: true } as
 // The rules of DESIGN §14 (names, reserved, masking, 4 KB) are shared/operations' own, with messages naming the header.
 const headers = Joi.object().pattern(/./, Joi.any());
 const ordering = Joi.string().valid('unordered', 'fifo');
+const rateLimitPerS = Joi.number().strict().integer().min(1).max(10000).allow(null);
 const headersSchema = {
   type: 'object',
   additionalProperties: { type: 'string' },
   description:
     'Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value.',
+} as const;
+const rateLimitSchema = {
+  type: 'integer',
+  minimum: 1,
+  maximum: 10000,
+  nullable: true,
+  description: 'Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit.',
 } as const;
 const orderingSchema = {
   type: 'string',
@@ -42,6 +50,7 @@ export const createEndpointBody = validatedBy(
       description: descriptionSchema,
       headers: headersSchema,
       ordering: orderingSchema,
+      rate_limit_per_s: rateLimitSchema,
       secret: {
         type: 'string',
         minLength: 1,
@@ -50,7 +59,7 @@ export const createEndpointBody = validatedBy(
       },
     },
   },
-  Joi.object({ url: url.required(), events, description, headers, ordering, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
+  Joi.object({ url: url.required(), events, description, headers, ordering, rate_limit_per_s: rateLimitPerS, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
 );
 
 /** `PATCH /endpoints/{id}` `{url?, events?, description?, active?, headers?, ordering?}`, at least one. */
@@ -66,9 +75,10 @@ export const updateEndpointBody = validatedBy(
       active: { type: 'boolean', description: '`true` re-enables the endpoint and clears `disabled_reason`.' },
       headers: headersSchema,
       ordering: orderingSchema,
+      rate_limit_per_s: rateLimitSchema,
     },
   },
-  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering }).min(1).required().unknown(false),
+  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering, rate_limit_per_s: rateLimitPerS }).min(1).required().unknown(false),
 );
 
 /** `POST /endpoints/{id}/rotate-secret` `{overlap_hours?}`. */
@@ -112,6 +122,7 @@ export interface CreateEndpointBody {
   description?: string | null;
   headers?: Record<string, unknown>;
   ordering?: 'unordered' | 'fifo';
+  rate_limit_per_s?: number | null;
   secret?: string;
 }
 
@@ -122,4 +133,5 @@ export interface UpdateEndpointBody {
   active?: boolean;
   headers?: Record<string, unknown>;
   ordering?: 'unordered' | 'fifo';
+  rate_limit_per_s?: number | null;
 }

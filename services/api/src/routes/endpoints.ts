@@ -77,8 +77,10 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     },
     async (request, reply) => {
       const viewer = visibilityFor(request, 'endpoints:write');
+      const { rate_limit_per_s: rateLimitPerS, ...fields } = request.body;
       const { endpoint, secret } = await createEndpoint(db, {
-        ...request.body,
+        ...fields,
+        rateLimitPerS,
         userId: viewer.operator ? null : viewer.userId,
       });
       return reply.code(201).send({ ...endpoint, secret });
@@ -134,7 +136,10 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       },
     },
     async (request) =>
-      updateEndpoint(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'), request.body),
+      updateEndpoint(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'), {
+        ...request.body,
+        rateLimitPerS: request.body.rate_limit_per_s,
+      }),
   );
 
   app.delete<IdParams>(

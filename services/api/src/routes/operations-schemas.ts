@@ -40,7 +40,7 @@ const nullableTime = { type: 'string', format: 'date-time', nullable: true } as 
 /** The endpoint object of DESIGN §11. */
 export const endpointObject = {
   type: 'object',
-  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'created_at', 'updated_at'],
+  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'integer' },
     url: { type: 'string' },
@@ -55,6 +55,7 @@ export const endpointObject = {
       description: 'Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********".',
     },
     ordering: { type: 'string', enum: ['unordered', 'fifo'], description: '`fifo`: one delivery at a time, in the order the events were made.' },
+    rate_limit_per_s: { type: 'integer', nullable: true, description: 'Attempts started per second at most, across all workers; null: no limit.' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
   },
