@@ -231,6 +231,28 @@ describe('the dashboard in Chromium', () => {
       (element) => new Promise<void>((resolve) => (element.textContent === '' ? resolve() : element.closest('dialog')?.addEventListener('close', () => resolve(), { once: true }))),
     );
 
+    await sinkRow.getByRole('button', { name: 'Controls…' }).click();
+    await page.locator('#controls-dialog [name="headers"]').fill('Authorization: Basic dXNlcjpwYXNz\nX-Tenant: acme');
+    await page.locator('#controls-dialog [name="ordering"]').selectOption('fifo');
+    await page.locator('#controls-dialog [name="rate_limit_per_s"]').fill('25');
+    await page.locator('#controls-dialog [data-confirm]').click();
+    await page.getByText(`Endpoint #${endpointId} saved.`).waitFor();
+    expect((await db.query('SELECT headers, ordering, rate_limit_per_s FROM webhook_endpoints WHERE id = $1', [endpointId])).rows[0]).toEqual({
+      headers: { authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme' },
+      ordering: 'fifo',
+      rate_limit_per_s: 25,
+    });
+    // Opened again, the credential reads masked, and saving it unchanged keeps the stored value.
+    await sinkRow.getByRole('button', { name: 'Controls…' }).click();
+    expect(await page.locator('#controls-dialog [name="headers"]').inputValue()).toBe('authorization: ********\nx-tenant: acme');
+    await page.locator('#controls-dialog [name="rate_limit_per_s"]').fill('');
+    await page.locator('#controls-dialog [data-confirm]').click();
+    await page.getByText(`Endpoint #${endpointId} saved.`).waitFor();
+    expect((await db.query('SELECT headers, rate_limit_per_s FROM webhook_endpoints WHERE id = $1', [endpointId])).rows[0]).toEqual({
+      headers: { authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme' },
+      rate_limit_per_s: null,
+    });
+
     await flakyRow.getByRole('button', { name: 'Disable' }).click();
     await flakyRow.getByText('disabled', { exact: true }).waitFor();
     expect((await db.query('SELECT active FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows[0].active).toBe(false);

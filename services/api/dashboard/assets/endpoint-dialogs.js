@@ -1,8 +1,9 @@
 // @ts-check
 /**
- * The two endpoint actions that ask something first: recover failed deliveries since a time
- * (`POST /api/v1/endpoints/{id}/recover`) and rotate the signing secret
- * (`POST /api/v1/endpoints/{id}/rotate-secret`), whose new secret is shown once.
+ * The endpoint actions that ask something first: recover failed deliveries since a time
+ * (`POST /api/v1/endpoints/{id}/recover`), rotate the signing secret
+ * (`POST /api/v1/endpoints/{id}/rotate-secret`), whose new secret is shown once, and edit the
+ * endpoint's controls (`PATCH /api/v1/endpoints/{id}`: headers, ordering, rate limit).
  */
 import { ApiError } from './api.js';
 import { byId, isoToLocalInput, localInputToIso, replace } from './dom.js';
@@ -32,6 +33,41 @@ export function openRecover(endpoint, afterRecover) {
         : `${count} failed ${count === 1 ? 'delivery' : 'deliveries'} to endpoint #${endpoint.id} queued again.`,
     );
     await afterRecover();
+  });
+  dialog.showModal();
+}
+
+/**
+ * @param {any} endpoint
+ * @param {() => Promise<void>} afterSave reloads the endpoints
+ */
+export function openControls(endpoint, afterSave) {
+  clearMessages();
+  const dialog = /** @type {HTMLDialogElement} */ (byId('controls-dialog'));
+  const headers = /** @type {HTMLTextAreaElement} */ (dialog.querySelector('[name="headers"]'));
+  const ordering = /** @type {HTMLSelectElement} */ (dialog.querySelector('[name="ordering"]'));
+  const rate = /** @type {HTMLInputElement} */ (dialog.querySelector('[name="rate_limit_per_s"]'));
+  headers.value = Object.entries(endpoint.headers ?? {})
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\n');
+  ordering.value = endpoint.ordering ?? 'unordered';
+  rate.value = endpoint.rate_limit_per_s == null ? '' : String(endpoint.rate_limit_per_s);
+  setTarget(dialog, endpoint);
+  onConfirm(dialog, async () => {
+    /** @type {Record<string, string>} */
+    const map = {};
+    for (const line of headers.value.split('\n')) {
+      if (line.trim() === '') continue;
+      const colon = line.indexOf(':');
+      if (colon <= 0) throw new ApiError(0, `Write each header as "Name: value": ${line}`);
+      map[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+    }
+    const limit = rate.value.trim() === '' ? null : Number(rate.value);
+    await api('PATCH', `/endpoints/${encodeURIComponent(endpoint.id)}`, { headers: map, ordering: ordering.value, rate_limit_per_s: limit });
+    dialog.close();
+    showNotice(`Endpoint #${endpoint.id} saved.`);
+    await afterSave();
   });
   dialog.showModal();
 }

@@ -2,12 +2,12 @@
 /**
  * Endpoints: the paged list (`GET /api/v1/endpoints`) with each one's health
  * (`GET /api/v1/endpoints/{id}/stats`) and its actions: deliveries, test, recover, rotate
- * secret, enable and disable.
+ * secret, controls (headers, ordering, rate limit), enable and disable.
  */
 import { query } from './api.js';
 import { byId, h, replace, time } from './dom.js';
 import { filterByEndpoint, loadDeliveries, openDelivery } from './deliveries.js';
-import { openRecover, openRotate } from './endpoint-dialogs.js';
+import { openControls, openRecover, openRotate } from './endpoint-dialogs.js';
 import { clearMessages, inlineError, showError, showNotice } from './messages.js';
 import { api } from './session.js';
 import { badge, button, currentCursor, firstPage, formatMs, formatPercent, renderPager } from './widgets.js';
@@ -103,6 +103,7 @@ function endpointRow(endpoint, health) {
         button('Send test', () => sendTest(endpoint)),
         button('Recover…', () => openRecover(endpoint, loadDeliveries)),
         button('Rotate secret…', () => openRotate(endpoint)),
+        button('Controls…', () => openControls(endpoint, loadEndpoints)),
         endpoint.active
           ? button('Disable', () => setActive(endpoint, false), 'danger')
           : button('Enable', () => setActive(endpoint, true)),
