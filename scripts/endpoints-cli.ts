@@ -20,8 +20,9 @@ import {
 const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
                             [--header 'Name: value' ...] [--ordering unordered|fifo] [--rate-limit N]
+                            [--filter JSON]
   npm run endpoints -- update --id ID [--header 'Name: value' ...] [--no-headers] [--ordering unordered|fifo]
-                               [--rate-limit N|none]
+                               [--rate-limit N|none] [--filter JSON|none]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
   npm run endpoints -- enable --id ID
@@ -50,9 +51,10 @@ class UsageError extends Error {
  * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
  * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
  * signing until then). `--header` (repeatable) sets a static header sent with every delivery
- * `--ordering fifo` delivers in order, `--rate-limit N` caps attempts per second (DESIGN §14,
- * §6); `update` replaces the headers (`--no-headers` clears them), changes the ordering or the
- * rate limit (`none` removes it) and prints those fields, sensitive
+ * `--ordering fifo` delivers in order, `--rate-limit N` caps attempts per second, `--filter`
+ * (a JSON object) decides which events the endpoint gets (DESIGN §14, §6); `update` replaces
+ * the headers (`--no-headers` clears them), changes the ordering, the rate limit or the filter
+ * (`none` removes either) and prints those fields, sensitive
  * header values masked as in `list`. Endpoints made here are operator endpoints. `--help` prints the usage
  * on stdout. Errors go to stderr as `error: <message>`; a wrong command line (unknown event
  * names included; followed by the usage) exits with 2, any other failure with 1.
@@ -88,6 +90,7 @@ function parse(args: string[]) {
         'no-headers': { type: 'boolean' },
         ordering: { type: 'string' },
         'rate-limit': { type: 'string' },
+        filter: { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -123,7 +126,7 @@ async function add(db: Database, values: Values): Promise<void> {
     throw error;
   }
   const { endpoint } = await usageErrorOnInvalid(() =>
-    createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null, headers: headersOption(values), ordering: orderingOption(values.ordering), rateLimitPerS: rateLimitOption(values['rate-limit']) }),
+    createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null, headers: headersOption(values), ordering: orderingOption(values.ordering), rateLimitPerS: rateLimitOption(values['rate-limit']), filter: filterOption(values.filter) }),
   );
   print({ id: endpoint.id, secret });
 }
@@ -133,9 +136,12 @@ async function update(db: Database, values: Values): Promise<void> {
   const headers = values['no-headers'] ? {} : values.header ? headersOption(values) : undefined;
   const ordering = orderingOption(values.ordering);
   const rateLimitPerS = rateLimitOption(values['rate-limit']);
-  if (headers === undefined && ordering === undefined && rateLimitPerS === undefined) throw new UsageError('update needs --header, --no-headers, --ordering or --rate-limit.');
-  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, { headers, ordering, rateLimitPerS })));
-  print({ id, headers: endpoint.headers, ordering: endpoint.ordering, rate_limit_per_s: endpoint.rate_limit_per_s });
+  const filter = filterOption(values.filter);
+  if ([headers, ordering, rateLimitPerS, filter].every((value) => value === undefined)) {
+    throw new UsageError('update needs --header, --no-headers, --ordering, --rate-limit or --filter.');
+  }
+  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, { headers, ordering, rateLimitPerS, filter })));
+  print({ id, headers: endpoint.headers, ordering: endpoint.ordering, rate_limit_per_s: endpoint.rate_limit_per_s, filter: endpoint.filter });
 }
 
 /** `--header 'Name: value'`, repeatable, as a map; the rules of DESIGN §14 are checked by the operations layer. */
@@ -148,6 +154,17 @@ function headersOption(values: Values): Record<string, string> | undefined {
     headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }
   return headers;
+}
+
+/** `--filter '{"key": value}'` or `none`; its rules are the operations layer's. */
+function filterOption(value: string | undefined): unknown {
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  try {
+    return JSON.parse(value);
+  } catch (error) {
+    throw new UsageError(`--filter must be a JSON object or none: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 /** `--rate-limit N` (1..10000 attempts a second) or `none`. */
@@ -186,6 +203,7 @@ async function list(db: Database): Promise<void> {
       headers: presentHeaders(endpoint.headers),
       ordering: endpoint.ordering,
       rateLimitPerS: endpoint.rateLimitPerS,
+      filter: endpoint.filter,
       disabledReason: endpoint.disabledReason,
       previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
     });

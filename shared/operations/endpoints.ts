@@ -24,6 +24,8 @@ export interface EndpointView {
   ordering: EndpointOrdering;
   /** Attempts started per second at most, across all workers (DESIGN §14); null: no limit. */
   rate_limit_per_s: number | null;
+  /** Matched against each event's data before a delivery is made (DESIGN §14); null: every event. */
+  filter: Record<string, unknown> | null;
   created_at: string;
   updated_at: string;
 }
@@ -53,6 +55,28 @@ const RESERVED_HEADER_NAMES = new Set([
   'webhook-timestamp',
   'webhook-signature',
 ]);
+
+/** A filter's bounds (DESIGN §14). */
+const FILTER_MAX_BYTES = 4096;
+const FILTER_MAX_DEPTH = 5;
+
+/**
+ * Checks an endpoint's `filter` (DESIGN §14): null, or a JSON object of at most 4 KB and 5
+ * levels of objects, matched by the database's `webhook_filter_matches`.
+ *
+ * @throws InvalidEndpointError naming `filter` otherwise
+ */
+export function assertEndpointFilter(filter: unknown): asserts filter is Record<string, unknown> | null {
+  if (filter === null) return;
+  if (typeof filter !== 'object' || Array.isArray(filter)) throw new InvalidEndpointError('filter: must be a JSON object, or null.');
+  if (Buffer.byteLength(JSON.stringify(filter)) > FILTER_MAX_BYTES) throw new InvalidEndpointError(`filter: at most ${FILTER_MAX_BYTES} bytes of JSON.`);
+  const depth = (value: unknown): number => {
+    if (Array.isArray(value)) return Math.max(0, ...value.map(depth));
+    if (value !== null && typeof value === 'object') return 1 + Math.max(0, ...Object.values(value).map(depth));
+    return 0;
+  };
+  if (depth(filter) > FILTER_MAX_DEPTH) throw new InvalidEndpointError(`filter: at most ${FILTER_MAX_DEPTH} levels of objects.`);
+}
 
 /** Whether a header's value is a credential, shown masked (DESIGN §14). */
 function isSensitiveHeader(name: string): boolean {
@@ -110,6 +134,8 @@ export interface NewEndpoint {
   ordering?: EndpointOrdering;
   /** 1..10000 or null (checked by the API's schema). */
   rateLimitPerS?: number | null;
+  /** Checked by {@link assertEndpointFilter}. */
+  filter?: unknown;
 }
 
 /** The fields PATCH may change; `active: true` re-enables and clears `disabled_reason`. */
@@ -123,6 +149,8 @@ export interface EndpointChanges {
   /** A switch to `fifo` orders the deliveries made from then on. */
   ordering?: EndpointOrdering;
   rateLimitPerS?: number | null;
+  /** null removes it. */
+  filter?: unknown;
 }
 
 /** A rotation's result: the new secret and when the old one stops signing. */
@@ -170,6 +198,8 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
   assertEndpointSecret(secret);
   const events = uniqueEvents(input.events ?? []);
   const headers = normalizeEndpointHeaders(input.headers ?? {});
+  const filter = input.filter ?? null;
+  assertEndpointFilter(filter);
   await assertKnownEventTypes(db, events);
   const row = await db.models.WebhookEndpoint.create({
     url: input.url,
@@ -180,6 +210,7 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
     headers,
     ordering: input.ordering ?? 'unordered',
     rateLimitPerS: input.rateLimitPerS ?? null,
+    filter,
   });
   return { endpoint: presentEndpoint(row), secret };
 }
@@ -197,7 +228,7 @@ export async function listEndpoints(db: Database, viewer: Viewer, page: { limit:
     );
   }
   const rows = await db.sequelize.query<EndpointRow>(
-    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, rate_limit_per_s, created_at, updated_at,
+    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, rate_limit_per_s, filter, created_at, updated_at,
             (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_at_micros
        FROM webhook_endpoints WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $1`,
@@ -225,11 +256,13 @@ export async function updateEndpoint(db: Database, id: number, viewer: Viewer, c
   if (changes.url !== undefined) assertEndpointUrl(changes.url);
   const events = changes.events && uniqueEvents(changes.events);
   const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
+  if (changes.filter !== undefined) assertEndpointFilter(changes.filter);
   if (events) await assertKnownEventTypes(db, events);
   if (changes.url !== undefined) row.url = changes.url;
   if (headers) row.headers = headers;
   if (changes.ordering !== undefined) row.ordering = changes.ordering;
   if (changes.rateLimitPerS !== undefined) row.rateLimitPerS = changes.rateLimitPerS;
+  if (changes.filter !== undefined) row.filter = changes.filter as Record<string, unknown> | null;
   if (events) row.events = events;
   if (changes.description !== undefined) row.description = changes.description;
   if (changes.active === true) {
@@ -323,6 +356,7 @@ export function presentEndpoint(row: WebhookEndpoint): EndpointView {
     headers: presentHeaders(row.headers),
     ordering: row.ordering,
     rate_limit_per_s: row.rateLimitPerS,
+    filter: row.filter,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -343,6 +377,7 @@ function presentEndpointRow(row: EndpointRow): EndpointView {
     headers: presentHeaders(row.headers),
     ordering: row.ordering,
     rate_limit_per_s: row.rate_limit_per_s,
+    filter: row.filter,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

@@ -22,7 +22,7 @@ export interface EventFanOut {
 /**
  * Writes one `webhook_deliveries` row per active endpoint subscribed to the event (an
  * endpoint with no events takes every event) among the operator endpoints and the owner's
- * own, inside `transaction`, with `enqueued_at` NULL (the caller queues them after commit,
+ * own whose filter (DESIGN §14) matches the data, inside `transaction`, with `enqueued_at` NULL (the caller queues them after commit,
  * or the outbox relay does). Each row belongs to its endpoint's owner (`user_id`, null for an
  * operator endpoint). The body is the DESIGN §7 envelope, serialised once.
  *
@@ -43,9 +43,10 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
      SELECT ${WEBHOOK_ID_SQL}, id, url, $1, $2, user_id, $4
        FROM webhook_endpoints
       WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events)) AND (user_id IS NULL OR user_id = $3)
+        AND (filter IS NULL OR webhook_filter_matches(filter, $5::jsonb))
       ORDER BY id
      RETURNING id, endpoint_id`,
-    { bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent()], type: QueryTypes.SELECT, transaction },
+    { bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), JSON.stringify(fanOut.data)], type: QueryTypes.SELECT, transaction },
   );
   annotateActiveSpan({ [WEBHOOK_EVENT]: fanOut.event, [WEBHOOK_IDS]: rows.map((row) => row.id) });
   return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
@@ -58,7 +59,7 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
  * `ord` (bigint, unique per event), `owner_id` (int; see {@link EventFanOut.ownerUserId}),
  * `traceparent` (text or NULL) and `body` (its DESIGN §7 envelope, see {@link splitEnvelope}).
  * One row per active endpoint subscribed to the event among the operator endpoints and the
- * owner's, as {@link insertEventDeliveries} writes, `enqueued_at` NULL. They define
+ * owner's whose filter matches the envelope's `_data`, as {@link insertEventDeliveries} writes, `enqueued_at` NULL. They define
  * `fan_by_event`: per `ord` with deliveries, `delivery_ids` and `endpoint_ids` in endpoint id
  * order; read them with {@link jobsOfEvent}.
  *
@@ -71,6 +72,7 @@ export function fanOutClauses(eventParam: string): string {
          FROM source s
          JOIN webhook_endpoints ep
            ON ep.active AND (cardinality(ep.events) = 0 OR ${eventParam} = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = s.owner_id)
+          AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, s.body::jsonb -> '_data'))
      ), fan_written AS (
        INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
        SELECT id, endpoint_id, url, ${eventParam}, body, user_id, traceparent FROM fan ORDER BY ord, endpoint_id

@@ -235,6 +235,7 @@ describe('the dashboard in Chromium', () => {
     await page.locator('#controls-dialog [name="headers"]').fill('Authorization: Basic dXNlcjpwYXNz\nX-Tenant: acme');
     await page.locator('#controls-dialog [name="ordering"]').selectOption('fifo');
     await page.locator('#controls-dialog [name="rate_limit_per_s"]').fill('25');
+    await page.locator('#controls-dialog [name="filter"]').fill('{"title": ["a", "b"]}');
     await page.locator('#controls-dialog [data-confirm]').click();
     await page.getByText(`Endpoint #${endpointId} saved.`).waitFor();
     expect((await db.query('SELECT headers, ordering, rate_limit_per_s FROM webhook_endpoints WHERE id = $1', [endpointId])).rows[0]).toEqual({
@@ -242,6 +243,7 @@ describe('the dashboard in Chromium', () => {
       ordering: 'fifo',
       rate_limit_per_s: 25,
     });
+    expect((await db.query('SELECT filter FROM webhook_endpoints WHERE id = $1', [endpointId])).rows[0].filter).toEqual({ title: ['a', 'b'] });
     // Opened again, the credential reads masked, and saving it unchanged keeps the stored value.
     await sinkRow.getByRole('button', { name: 'Controls…' }).click();
     expect(await page.locator('#controls-dialog [name="headers"]').inputValue()).toBe('authorization: ********\nx-tenant: acme');

@@ -48,6 +48,7 @@ describe('endpoints CLI', () => {
       headers: {},
       ordering: 'unordered',
       rateLimitPerS: null,
+      filter: null,
       disabledReason: null,
       previousSecretExpiresAt: null,
     });
@@ -62,7 +63,9 @@ describe('endpoints CLI', () => {
     expect((await db.models.WebhookEndpoint.findByPk(id))!.headers).toEqual({ authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme' });
 
     const updated = cli('update', '--id', String(id), '--header', 'X-Region: eu', '--ordering', 'unordered', '--rate-limit', '50');
-    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered', rate_limit_per_s: 50 });
+    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered', rate_limit_per_s: 50, filter: null });
+    expect(JSON.parse(cli('update', '--id', String(id), '--filter', '{"tier":["gold","silver"]}').stdout)).toMatchObject({ filter: { tier: ['gold', 'silver'] } });
+    expect(cli('update', '--id', String(id), '--filter', '[1]').stderr).toContain('filter: must be a JSON object');
     expect(JSON.parse(cli('update', '--id', String(id), '--rate-limit', 'none').stdout)).toMatchObject({ rate_limit_per_s: null });
     expect(cli('update', '--id', String(id), '--rate-limit', '0').status).toBe(2);
     expect(JSON.parse(cli('update', '--id', String(id), '--no-headers').stdout)).toMatchObject({ headers: {} });

@@ -37,6 +37,10 @@ export interface paths {
                                 disabled_reason: string | null;
                                 /** @description Empty: every event. */
                                 events: string[];
+                                /** @description Matched against each event's data before a delivery is made; null: every event. */
+                                filter: {
+                                    [key: string]: unknown;
+                                } | null;
                                 /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
                                 headers: {
                                     [key: string]: string;
@@ -133,6 +137,10 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
+                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event. */
+                        filter?: {
+                            [key: string]: unknown;
+                        } | null;
                         /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value. */
                         headers?: {
                             [key: string]: string;
@@ -169,6 +177,10 @@ export interface paths {
                             disabled_reason: string | null;
                             /** @description Empty: every event. */
                             events: string[];
+                            /** @description Matched against each event's data before a delivery is made; null: every event. */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
                             headers: {
                                 [key: string]: string;
@@ -288,6 +300,10 @@ export interface paths {
                             disabled_reason: string | null;
                             /** @description Empty: every event. */
                             events: string[];
+                            /** @description Matched against each event's data before a delivery is made; null: every event. */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
                             headers: {
                                 [key: string]: string;
@@ -493,6 +509,10 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
+                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event. */
+                        filter?: {
+                            [key: string]: unknown;
+                        } | null;
                         /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value. */
                         headers?: {
                             [key: string]: string;
@@ -527,6 +547,10 @@ export interface paths {
                             disabled_reason: string | null;
                             /** @description Empty: every event. */
                             events: string[];
+                            /** @description Matched against each event's data before a delivery is made; null: every event. */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
                             headers: {
                                 [key: string]: string;

@@ -189,6 +189,7 @@ const RECORD = {
       FROM disabled d JOIN webhook_endpoints o
         ON o.user_id IS NULL AND o.active AND o.id <> d.id
        AND (cardinality(o.events) = 0 OR 'endpoint.disabled' = ANY(o.events))
+       AND (o.filter IS NULL OR webhook_filter_matches(o.filter, jsonb_build_object('endpoint_id', d.id, 'url', d.url, 'reason', d.disabled_reason)))
     RETURNING id
   ), delivery AS (
     UPDATE webhook_deliveries

@@ -47,12 +47,14 @@ export function openControls(endpoint, afterSave) {
   const headers = /** @type {HTMLTextAreaElement} */ (dialog.querySelector('[name="headers"]'));
   const ordering = /** @type {HTMLSelectElement} */ (dialog.querySelector('[name="ordering"]'));
   const rate = /** @type {HTMLInputElement} */ (dialog.querySelector('[name="rate_limit_per_s"]'));
+  const filter = /** @type {HTMLTextAreaElement} */ (dialog.querySelector('[name="filter"]'));
   headers.value = Object.entries(endpoint.headers ?? {})
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, value]) => `${name}: ${value}`)
     .join('\n');
   ordering.value = endpoint.ordering ?? 'unordered';
   rate.value = endpoint.rate_limit_per_s == null ? '' : String(endpoint.rate_limit_per_s);
+  filter.value = endpoint.filter == null ? '' : JSON.stringify(endpoint.filter);
   setTarget(dialog, endpoint);
   onConfirm(dialog, async () => {
     /** @type {Record<string, string>} */
@@ -64,7 +66,15 @@ export function openControls(endpoint, afterSave) {
       map[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
     }
     const limit = rate.value.trim() === '' ? null : Number(rate.value);
-    await api('PATCH', `/endpoints/${encodeURIComponent(endpoint.id)}`, { headers: map, ordering: ordering.value, rate_limit_per_s: limit });
+    let match = null;
+    if (filter.value.trim() !== '') {
+      try {
+        match = JSON.parse(filter.value);
+      } catch {
+        throw new ApiError(0, 'The filter is not valid JSON.');
+      }
+    }
+    await api('PATCH', `/endpoints/${encodeURIComponent(endpoint.id)}`, { headers: map, ordering: ordering.value, rate_limit_per_s: limit, filter: match });
     dialog.close();
     showNotice(`Endpoint #${endpoint.id} saved.`);
     await afterSave();

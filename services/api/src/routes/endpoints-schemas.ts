@@ -19,6 +19,15 @@ const descriptionSchema = { type: 'string', maxLength: 1000, nullable: true } as
 const headers = Joi.object().pattern(/./, Joi.any());
 const ordering = Joi.string().valid('unordered', 'fifo');
 const rateLimitPerS = Joi.number().strict().integer().min(1).max(10000).allow(null);
+// Its size and depth are shared/operations' own checks, with messages naming the field.
+const filter = Joi.object().unknown(true).allow(null);
+const filterSchema = {
+  type: 'object',
+  nullable: true,
+  additionalProperties: true,
+  description:
+    'Matched against each event\'s data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event.',
+} as const;
 const headersSchema = {
   type: 'object',
   additionalProperties: { type: 'string' },
@@ -51,6 +60,7 @@ export const createEndpointBody = validatedBy(
       headers: headersSchema,
       ordering: orderingSchema,
       rate_limit_per_s: rateLimitSchema,
+      filter: filterSchema,
       secret: {
         type: 'string',
         minLength: 1,
@@ -59,7 +69,7 @@ export const createEndpointBody = validatedBy(
       },
     },
   },
-  Joi.object({ url: url.required(), events, description, headers, ordering, rate_limit_per_s: rateLimitPerS, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
+  Joi.object({ url: url.required(), events, description, headers, ordering, rate_limit_per_s: rateLimitPerS, filter, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
 );
 
 /** `PATCH /endpoints/{id}` `{url?, events?, description?, active?, headers?, ordering?}`, at least one. */
@@ -76,9 +86,10 @@ export const updateEndpointBody = validatedBy(
       headers: headersSchema,
       ordering: orderingSchema,
       rate_limit_per_s: rateLimitSchema,
+      filter: filterSchema,
     },
   },
-  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering, rate_limit_per_s: rateLimitPerS }).min(1).required().unknown(false),
+  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering, rate_limit_per_s: rateLimitPerS, filter }).min(1).required().unknown(false),
 );
 
 /** `POST /endpoints/{id}/rotate-secret` `{overlap_hours?}`. */
@@ -123,6 +134,7 @@ export interface CreateEndpointBody {
   headers?: Record<string, unknown>;
   ordering?: 'unordered' | 'fifo';
   rate_limit_per_s?: number | null;
+  filter?: Record<string, unknown> | null;
   secret?: string;
 }
 
@@ -134,4 +146,5 @@ export interface UpdateEndpointBody {
   headers?: Record<string, unknown>;
   ordering?: 'unordered' | 'fifo';
   rate_limit_per_s?: number | null;
+  filter?: Record<string, unknown> | null;
 }

@@ -40,7 +40,7 @@ const nullableTime = { type: 'string', format: 'date-time', nullable: true } as 
 /** The endpoint object of DESIGN §11. */
 export const endpointObject = {
   type: 'object',
-  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'created_at', 'updated_at'],
+  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'filter', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'integer' },
     url: { type: 'string' },
@@ -56,6 +56,12 @@ export const endpointObject = {
     },
     ordering: { type: 'string', enum: ['unordered', 'fifo'], description: '`fifo`: one delivery at a time, in the order the events were made.' },
     rate_limit_per_s: { type: 'integer', nullable: true, description: 'Attempts started per second at most, across all workers; null: no limit.' },
+    filter: {
+      type: 'object',
+      nullable: true,
+      additionalProperties: true,
+      description: 'Matched against each event\'s data before a delivery is made; null: every event.',
+    },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
   },

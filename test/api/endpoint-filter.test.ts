@@ -1,0 +1,100 @@
+import { QueryTypes } from 'sequelize';
+import { createUser, TestUser } from '../support/factories';
+import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
+import { createServiceKey, TestServiceKey } from './support/operations';
+
+/** DESIGN §14 `filter`: the matching rules, their limits, and no delivery row for a non-match. */
+describe('endpoint filters', () => {
+  let harness: ApiHarness;
+  let a: ApiClient;
+  let b: ApiClient;
+  let operator: TestServiceKey;
+  let alice: TestUser;
+
+  beforeAll(async () => {
+    harness = await createApiHarness();
+    a = await harness.start('a');
+    b = await harness.start('b');
+    operator = await createServiceKey(harness.db, ['*']);
+    alice = await createUser(harness.db);
+  });
+
+  afterAll(() => harness.close());
+
+  const matches = async (filter: unknown, data: unknown) =>
+    (
+      await harness.db.sequelize.query<{ matches: boolean }>('SELECT webhook_filter_matches($1::jsonb, $2::jsonb) AS matches', {
+        bind: [JSON.stringify(filter), JSON.stringify(data)],
+        type: QueryTypes.SELECT,
+      })
+    )[0].matches;
+
+  it.each([
+    ['every key must match', { a: 1, b: 'x' }, { a: 1, b: 'x', c: true }, true],
+    ['one key differs', { a: 1, b: 'x' }, { a: 1, b: 'y' }, false],
+    ['a key missing from the data never matches', { a: null }, { b: 1 }, false],
+    ['null equals null', { a: null }, { a: null }, true],
+    ['type-strict: 1 is not "1"', { a: 1 }, { a: '1' }, false],
+    ['type-strict: true is not 1', { a: true }, { a: 1 }, false],
+    ['an array in the filter is any-of', { status: ['paid', 'shipped'] }, { status: 'shipped' }, true],
+    ['any-of with no match', { status: ['paid', 'shipped'] }, { status: 'open' }, false],
+    ['an object matches recursively', { user: { plan: 'pro' } }, { user: { plan: 'pro', id: 7 } }, true],
+    ['a nested key missing', { user: { plan: 'pro' } }, { user: { id: 7 } }, false],
+    ['an object against a scalar', { user: { plan: 'pro' } }, { user: 'pro' }, false],
+    ['a data array matches when one element does', { tags: 'red' }, { tags: ['blue', 'red'] }, true],
+    ['a data array with no matching element', { tags: 'red' }, { tags: ['blue'] }, false],
+    ['objects inside a data array', { items: { sku: 'A1' } }, { items: [{ sku: 'B2' }, { sku: 'A1', n: 2 }] }, true],
+    ['any-of against a data array', { tags: ['red', 'green'] }, { tags: ['blue', 'green'] }, true],
+    ['the empty filter matches every object', {}, { anything: 1 }, true],
+    ['data that is not an object', { a: 1 }, [1], false],
+  ])('when %s, then the filter %j against %j gives %s', async (_rule, filter, data, expected) => {
+    expect(await matches(filter, data)).toBe(expected);
+  });
+
+  const create = (payload: object, api = a, headers = operator.headers) => api.request({ method: 'POST', url: '/api/v1/endpoints', headers, payload });
+  const deliveriesTo = async (url: string) =>
+    harness.db.sequelize.query<{ event: string }>('SELECT event FROM webhook_deliveries WHERE url = $1', { bind: [url], type: QueryTypes.SELECT });
+
+  it('when a post is created, then only endpoints whose filter matches its data get a delivery row', async () => {
+    const title = `Filtered ${Date.now()}`;
+    const matching = `http://127.0.0.1:9/filter/match-${Date.now()}`;
+    const other = `http://127.0.0.1:9/filter/other-${Date.now()}`;
+    expect((await create({ url: matching, events: ['post.created'], filter: { title: [title, 'x'] } })).statusCode).toBe(201);
+    expect((await create({ url: other, events: ['post.created'], filter: { title: 'something else' } }, b)).statusCode).toBe(201);
+
+    expect((await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title, content: 'C' } })).json().status).toBe(2001);
+    expect((await a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title, body: 'C', userId: alice.user.userId } })).statusCode).toBe(200);
+
+    expect(await deliveriesTo(matching)).toHaveLength(2);
+    expect(await deliveriesTo(other)).toHaveLength(0);
+  });
+
+  it('when a service publishes an event, then the filter decides per endpoint as well', async () => {
+    const gold = `http://127.0.0.1:9/filter/gold-${Date.now()}`;
+    const silver = `http://127.0.0.1:9/filter/silver-${Date.now()}`;
+    await create({ url: gold, events: ['post.updated'], filter: { tier: 'gold' } });
+    await create({ url: silver, events: ['post.updated'], filter: { tier: 'silver' } });
+    const res = await a.request({ method: 'POST', url: '/api/v1/events', headers: operator.headers, payload: { event: 'post.updated', payload: { pid: 1, tier: 'gold' } } });
+    expect(res.statusCode).toBe(202);
+    expect(await deliveriesTo(gold)).toEqual([{ event: 'post.updated' }]);
+    expect(await deliveriesTo(silver)).toEqual([]);
+  });
+
+  it('when a filter is set, changed or removed, then it reads back as sent, and null takes every event', async () => {
+    const { id, filter } = (await create({ url: 'https://f.example.com/hooks', filter: { user_id: [1, 2] } })).json();
+    expect(filter).toEqual({ user_id: [1, 2] });
+    const patched = await b.request({ method: 'PATCH', url: `/api/v1/endpoints/${id}`, headers: operator.headers, payload: { filter: null } });
+    expect(patched.json()).toMatchObject({ filter: null });
+  });
+
+  it.each([
+    [['not', 'an', 'object'], 'filter'],
+    ['text', 'filter'],
+    [{ a: { b: { c: { d: { e: { f: 1 } } } } } }, 'filter: at most 5 levels of objects.'],
+    [{ big: 'x'.repeat(4100) }, 'filter: at most 4096 bytes of JSON.'],
+  ])('when the filter is %j, then the create is 400 naming the field', async (filter, message) => {
+    const res = await create({ url: 'https://f.example.com/bad', filter });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toContain(message);
+  });
+});
