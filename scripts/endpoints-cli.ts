@@ -5,6 +5,7 @@ import {
   EndpointNotFoundError,
   InvalidEndpointError,
   OPERATOR,
+  ReplayWindowError,
   UnknownEventTypeError,
   assertEndpointSecret,
   assertEndpointUrl,
@@ -13,21 +14,24 @@ import {
   deleteEndpoint,
   generateEndpointSecret,
   presentHeaders,
+  replayEndpoint,
   rotateEndpointSecret,
   updateEndpoint,
 } from '../shared/operations';
+import { createWebhookProducer } from '../shared/webhook/enqueue';
 
 const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
                             [--header 'Name: value' ...] [--ordering unordered|fifo] [--rate-limit N]
-                            [--filter JSON]
+                            [--filter JSON] [--signature-scheme hmac-sha256|ed25519]
   npm run endpoints -- update --id ID [--header 'Name: value' ...] [--no-headers] [--ordering unordered|fifo]
                                [--rate-limit N|none] [--filter JSON|none]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
   npm run endpoints -- enable --id ID
   npm run endpoints -- delete --id ID
-  npm run endpoints -- rotate --id ID [--secret S] [--overlap-hours H]`;
+  npm run endpoints -- rotate --id ID [--secret S] [--overlap-hours H]
+  npm run endpoints -- replay --id ID --since ISO-8601`;
 
 /** How long the previous secret keeps signing after a rotation unless --overlap-hours is given (Svix's window). */
 const DEFAULT_OVERLAP_HOURS = 24;
@@ -45,12 +49,14 @@ class UsageError extends Error {
 /**
  * Manages webhook_endpoints (DESIGN §9). Each command prints one JSON line per result on
  * stdout: `add` prints `{"id":..,"secret":".."}` (the secret is `whsec_` + base64 of 32
- * random bytes unless --secret is given; --events must name event types of the catalog,
+ * random bytes unless --secret is given; with `--signature-scheme ed25519` it is the endpoint's
+ * `whpk_` public key, of a fresh pair or of the `whsk_` key given as --secret; --events must name event types of the catalog,
  * DESIGN §11), `list` one line per endpoint without its secrets, `disable` `{"id":..,
  * "active":false}`, `enable` `{"id":..,"active":true}` (clears the disabled reason), `delete`
  * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
  * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
- * signing until then). `--header` (repeatable) sets a static header sent with every delivery
+ * signing until then), `replay` `{"id":..,"count":N}` (the past events since `--since` the
+ * endpoint would receive now and never got, queued oldest first; needs REDIS_URL). `--header` (repeatable) sets a static header sent with every delivery
  * `--ordering fifo` delivers in order, `--rate-limit N` caps attempts per second, `--filter`
  * (a JSON object) decides which events the endpoint gets (DESIGN §14, §6); `update` replaces
  * the headers (`--no-headers` clears them), changes the ordering, the rate limit or the filter
@@ -70,6 +76,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'enable') return run((db) => enable(db, values));
   if (command === 'delete') return run((db) => remove(db, values));
   if (command === 'rotate') return rotate(values);
+  if (command === 'replay') return replay(values);
   throw new UsageError(command ? `Unknown command "${command}".` : 'A command is required.');
 }
 
@@ -91,6 +98,8 @@ function parse(args: string[]) {
         ordering: { type: 'string' },
         'rate-limit': { type: 'string' },
         filter: { type: 'string' },
+        since: { type: 'string' },
+        'signature-scheme': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -112,7 +121,9 @@ async function run(command: (db: Database) => Promise<void>): Promise<void> {
 
 async function add(db: Database, values: Values): Promise<void> {
   const url = requireOption(values.url, '--url');
-  const secret = secretOption(values.secret);
+  const signatureScheme = schemeOption(values['signature-scheme']);
+  // An ed25519 endpoint's key is checked (or made) by createEndpoint, with a message naming it.
+  const given = signatureScheme === 'ed25519' ? values.secret : secretOption(values.secret);
   const events = (values.events ?? '')
     .split(',')
     .map((event) => event.trim())
@@ -125,8 +136,19 @@ async function add(db: Database, values: Values): Promise<void> {
     if (error instanceof UnknownEventTypeError) throw new UsageError(`--events: ${error.message}`, { cause: error });
     throw error;
   }
-  const { endpoint } = await usageErrorOnInvalid(() =>
-    createEndpoint(db, { url, secret, events, description: values.description ?? null, userId: null, headers: headersOption(values), ordering: orderingOption(values.ordering), rateLimitPerS: rateLimitOption(values['rate-limit']), filter: filterOption(values.filter) }),
+  const { endpoint, secret } = await usageErrorOnInvalid(() =>
+    createEndpoint(db, {
+      url,
+      secret: given,
+      signatureScheme,
+      events,
+      description: values.description ?? null,
+      userId: null,
+      headers: headersOption(values),
+      ordering: orderingOption(values.ordering),
+      rateLimitPerS: rateLimitOption(values['rate-limit']),
+      filter: filterOption(values.filter),
+    }),
   );
   print({ id: endpoint.id, secret });
 }
@@ -181,12 +203,12 @@ function orderingOption(value: string | undefined): 'unordered' | 'fifo' | undef
   throw new UsageError(`--ordering must be unordered or fifo, got "${value}".`);
 }
 
-/** A header the operations layer refuses is a wrong command line. */
+/** A value the operations layer refuses (a header, a replay's reach) is a wrong command line. */
 async function usageErrorOnInvalid<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof InvalidEndpointError) throw new UsageError(error.message, { cause: error });
+    if (error instanceof InvalidEndpointError || error instanceof ReplayWindowError) throw new UsageError(error.message, { cause: error });
     throw error;
   }
 }
@@ -236,12 +258,30 @@ async function remove(db: Database, values: Values): Promise<void> {
 async function rotate(values: Values): Promise<void> {
   // Check the whole command line before connecting, so a typo never costs a connection.
   const id = idOption(values.id);
-  const secret = secretOption(values.secret);
+  // An ed25519 endpoint's whsk_ key is checked against the endpoint's scheme, after connecting.
+  if (values.secret !== undefined && !values.secret.startsWith('whsk_')) secretOption(values.secret);
   const overlapHours = overlapOption(values['overlap-hours']);
   return run(async (db) => {
-    const rotated = await notFoundAsError(id, () => rotateEndpointSecret(db, id, OPERATOR, { secret, overlapHours }));
-    print({ id, secret, previous_secret_expires_at: rotated.previousSecretExpiresAt.toISOString() });
+    const rotated = await notFoundAsError(id, () => usageErrorOnInvalid(() => rotateEndpointSecret(db, id, OPERATOR, { secret: values.secret, overlapHours })));
+    print({ id, secret: rotated.secret, previous_secret_expires_at: rotated.previousSecretExpiresAt.toISOString() });
   });
+}
+
+/** Replays past events to the endpoint (DESIGN §14), through the queue like the api. */
+async function replay(values: Values): Promise<void> {
+  const id = idOption(values.id);
+  const raw = requireOption(values.since, '--since');
+  const since = new Date(raw);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(raw) || Number.isNaN(since.getTime())) throw new UsageError(`--since must be an ISO 8601 time, got "${raw}".`);
+  const config = loadConfig(process.env, 'cli');
+  const producer = createWebhookProducer(config);
+  try {
+    await producer.ready;
+    const count = await notFoundAsError(id, () => usageErrorOnInvalid(() => replayEndpoint(producer, id, OPERATOR, since, config.webhookRetentionDays)));
+    print({ id, count });
+  } finally {
+    await producer.close();
+  }
 }
 
 async function notFoundAsError<T>(id: number, work: () => Promise<T>): Promise<T> {
@@ -271,6 +311,11 @@ function secretOption(value: string | undefined): string {
     throw new UsageError('--secret must be whsec_ followed by base64, or any other non-empty string.', { cause: error });
   }
   return secret;
+}
+
+function schemeOption(value: string | undefined): 'hmac-sha256' | 'ed25519' | undefined {
+  if (value === undefined || value === 'hmac-sha256' || value === 'ed25519') return value;
+  throw new UsageError(`--signature-scheme must be hmac-sha256 or ed25519, got "${value}".`);
 }
 
 function overlapOption(value: string | undefined): number {

@@ -9,12 +9,15 @@ const devDefaults = require('../shared/config/dev-defaults.json');
  * RECEIVER_SECRET may list several secrets, newest first, while the receiver accepts both a
  * new and an old one; the endpoint is seeded with the first, since the old one is on its way
  * out. An endpoint that already exists is left alone: rotate it with `npm run endpoints --
- * rotate`.
+ * rotate`. `whpk_` public keys in the list are skipped: the sender signs with the private key,
+ * which only an ed25519 endpoint made over the API holds, so a list of them alone seeds nothing.
  */
 module.exports = {
   async up(queryInterface) {
     const url = process.env.SEED_ENDPOINT_URL || 'http://localhost:3002/webhooks/posts';
-    const secret = (process.env.RECEIVER_SECRET || '').trim().split(/\s+/)[0] || devDefaults.receiverSecret;
+    const listed = (process.env.RECEIVER_SECRET || '').trim().split(/\s+/).filter((one) => one !== '');
+    const secret = listed.length === 0 ? devDefaults.receiverSecret : listed.find((one) => !one.startsWith('whpk_'));
+    if (!secret) return;
     await queryInterface.sequelize.query(
       `INSERT INTO webhook_endpoints (url, secret, events, description)
        SELECT :url, :secret, ARRAY['post.created', 'post.updated', 'post.deleted'], 'receiver sink (seeded)'

@@ -236,6 +236,9 @@ function parseSecretList(raw: string): string[] {
     if (secret.startsWith('whsec_') && !WHSEC_BASE64.test(secret)) {
       throw new Error('a whsec_ secret must be followed by base64');
     }
+    if (secret.startsWith('whpk_') && !/^whpk_[A-Za-z0-9+/]{43}=$/.test(secret)) {
+      throw new Error('a whpk_ public key must be followed by the base64 of 32 bytes');
+    }
   }
   return secrets;
 }

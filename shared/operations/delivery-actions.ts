@@ -9,6 +9,7 @@ import {
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
+import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
@@ -92,13 +93,19 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   const id = newWebhookId();
   const data = { endpoint_id: endpoint.id, message: TEST_MESSAGE, sent_at: new Date().toISOString() };
-  await deps.db.models.WebhookDelivery.create({
+  await insertSingleDelivery(deps.db.sequelize, {
     id,
+    kind: 'test',
+    event: 'webhook.test',
+    body: serializeEnvelope(data, { event: 'webhook.test', signable: true }),
     endpointId: endpoint.id,
     userId: endpoint.userId,
     url: endpoint.url,
-    event: 'webhook.test',
-    body: serializeEnvelope(data, { event: 'webhook.test', signable: true }),
+    method: 'POST',
+    headers: {},
+    secret: null,
+    algo: 'sha256',
+    signatureHeader: 'X-Signature',
     traceparent: activeTraceparent(),
   });
   await queueRecordedDeliveries(deps, [id]);
@@ -120,7 +127,7 @@ export async function publishEvent(
 ): Promise<string[]> {
   await assertKnownEventTypes(deps.db, [input.event]);
   const jobs = await deps.db.sequelize.transaction((transaction) =>
-    insertEventDeliveryJobs(deps.db.sequelize, transaction, { event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
+    insertEventDeliveryJobs(deps.db.sequelize, transaction, { kind: 'fan-out', event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
   );
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.map((job) => job.deliveryId);

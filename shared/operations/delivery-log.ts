@@ -9,6 +9,8 @@ export interface DeliveryObject {
   id: string;
   /** Null for an ad-hoc send. */
   endpoint_id: number | null;
+  /** The event it delivers (DESIGN §3); null for a delivery made before events were stored once. */
+  event_id: string | null;
   url: string;
   event: string | null;
   status: DeliveryStatus;
@@ -49,6 +51,7 @@ export interface DeliveryFilters {
 interface DeliveryRow {
   id: string;
   endpoint_id: number | null;
+  event_id: string | null;
   url: string;
   event: string | null;
   status: DeliveryStatus;
@@ -61,7 +64,7 @@ interface DeliveryRow {
   created_at_micros: string;
 }
 
-const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.url, d.event, d.status, d.attempts, d.next_attempt_at, d.last_status_code,
+const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_id, d.url, d.event, d.status, d.attempts, d.next_attempt_at, d.last_status_code,
   d.last_error, d.created_at, d.delivered_at, (extract(epoch FROM d.created_at) * 1000000)::bigint::text AS created_at_micros`;
 
 /**
@@ -139,6 +142,7 @@ function presentDelivery(row: DeliveryRow): DeliveryObject {
   return {
     id: row.id,
     endpoint_id: row.endpoint_id,
+    event_id: row.event_id,
     url: row.url,
     event: row.event,
     status: row.status,

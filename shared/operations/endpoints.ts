@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../db';
+import { Ed25519KeyPair, generateEd25519KeyPair, isEd25519PublicKey, isEd25519SecretKey, parseEd25519SecretKey } from '../webhook/ed25519';
 import { signStandard } from '../webhook/signing';
 import { Page, decodeCursor, toPage } from './cursor';
 import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from './errors';
@@ -26,11 +27,16 @@ export interface EndpointView {
   rate_limit_per_s: number | null;
   /** Matched against each event's data before a delivery is made (DESIGN §14); null: every event. */
   filter: Record<string, unknown> | null;
+  /** `hmac-sha256` (X-Signature and `v1`) or `ed25519` (Standard Webhooks `v1a`), set on create (DESIGN §14). */
+  signature_scheme: SignatureScheme;
+  /** An ed25519 endpoint's `whpk_` public key, which its receiver verifies with; null for HMAC. */
+  public_key: string | null;
   created_at: string;
   updated_at: string;
 }
 
 export type EndpointOrdering = 'unordered' | 'fifo';
+export type SignatureScheme = 'hmac-sha256' | 'ed25519';
 
 /** What a sensitive header's value reads as; sent back in a PATCH, it keeps the stored value. */
 export const MASKED = '********';
@@ -126,8 +132,13 @@ export interface NewEndpoint {
   url: string;
   events?: string[];
   description?: string | null;
-  /** Default: a fresh `whsec_` secret ({@link generateEndpointSecret}). */
+  /**
+   * Default: a fresh `whsec_` secret ({@link generateEndpointSecret}), or for ed25519 a fresh
+   * key pair; an ed25519 endpoint takes only a `whsk_` private key here.
+   */
   secret?: string;
+  /** Default `hmac-sha256`. */
+  signatureScheme?: SignatureScheme;
   userId: number | null;
   /** Checked by {@link normalizeEndpointHeaders}. */
   headers?: Record<string, unknown>;
@@ -153,7 +164,7 @@ export interface EndpointChanges {
   filter?: unknown;
 }
 
-/** A rotation's result: the new secret and when the old one stops signing. */
+/** A rotation's result: the new secret (an ed25519 endpoint's: its new `whpk_` public key) and when the old one stops signing. */
 export interface RotatedSecret {
   secret: string;
   previousSecretExpiresAt: Date;
@@ -165,14 +176,46 @@ export function generateEndpointSecret(): string {
 }
 
 /**
- * @throws InvalidEndpointError for a secret the worker could not sign with (whsec_ + bad base64)
+ * @throws InvalidEndpointError for a secret the worker could not sign with (whsec_ + bad base64),
+ *   or one that looks like an ed25519 key (`whsk_`, `whpk_`), which an HMAC endpoint cannot use
  */
 export function assertEndpointSecret(secret: string): void {
+  if (isEd25519SecretKey(secret) || isEd25519PublicKey(secret)) {
+    throw new InvalidEndpointError('secret: a whsk_ or whpk_ key needs signature_scheme "ed25519".');
+  }
   try {
     signStandard('check', 0, '', secret);
   } catch (error) {
     throw new InvalidEndpointError('Invalid secret: use whsec_ followed by base64, or any other non-empty string.', { cause: error });
   }
+}
+
+/**
+ * The key pair an ed25519 endpoint signs with: the operator's own `whsk_` key (32-byte seed or
+ * 64 bytes seed and public key), or a fresh pair.
+ *
+ * @throws InvalidEndpointError for anything but a valid `whsk_` key
+ */
+function ed25519KeyPair(secret: string | undefined): Ed25519KeyPair {
+  if (secret === undefined) return generateEd25519KeyPair();
+  try {
+    return parseEd25519SecretKey(secret);
+  } catch (error) {
+    throw new InvalidEndpointError(`secret: an ed25519 endpoint takes a whsk_ private key (base64 of 32 or 64 bytes). ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
+/** The key material of a new or rotated endpoint key: what is stored, and what is shown once. */
+function signingKey(scheme: SignatureScheme, given: string | undefined): { secret: string; publicKey: string | null; shown: string } {
+  if (scheme === 'ed25519') {
+    const pair = ed25519KeyPair(given);
+    return { secret: pair.secretKey, publicKey: pair.publicKey, shown: pair.publicKey };
+  }
+  const secret = given ?? generateEndpointSecret();
+  assertEndpointSecret(secret);
+  return { secret, publicKey: null, shown: secret };
 }
 
 /** @throws InvalidEndpointError for anything but an http(s) URL */
@@ -189,13 +232,14 @@ export function assertEndpointUrl(url: string): void {
 /**
  * Adds an endpoint. Event names must be in the catalog.
  *
- * @returns the endpoint and its secret (shown only now and on rotation)
+ * @returns the endpoint and its secret (shown only now and on rotation); for an ed25519
+ *   endpoint the `whpk_` public key in its place (the private key is never shown)
  * @throws InvalidEndpointError for a bad URL or secret; UnknownEventTypeError naming unknown events
  */
 export async function createEndpoint(db: Database, input: NewEndpoint): Promise<{ endpoint: EndpointView; secret: string }> {
   assertEndpointUrl(input.url);
-  const secret = input.secret ?? generateEndpointSecret();
-  assertEndpointSecret(secret);
+  const scheme = input.signatureScheme ?? 'hmac-sha256';
+  const key = signingKey(scheme, input.secret);
   const events = uniqueEvents(input.events ?? []);
   const headers = normalizeEndpointHeaders(input.headers ?? {});
   const filter = input.filter ?? null;
@@ -203,7 +247,9 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
   await assertKnownEventTypes(db, events);
   const row = await db.models.WebhookEndpoint.create({
     url: input.url,
-    secret,
+    secret: key.secret,
+    signatureScheme: scheme,
+    publicKey: key.publicKey,
     events,
     description: input.description ?? null,
     userId: input.userId,
@@ -212,7 +258,7 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
     rateLimitPerS: input.rateLimitPerS ?? null,
     filter,
   });
-  return { endpoint: presentEndpoint(row), secret };
+  return { endpoint: presentEndpoint(row), secret: key.shown };
 }
 
 /** Endpoints the viewer may see, newest first, a page of `limit` after `cursor`. */
@@ -228,7 +274,8 @@ export async function listEndpoints(db: Database, viewer: Viewer, page: { limit:
     );
   }
   const rows = await db.sequelize.query<EndpointRow>(
-    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, rate_limit_per_s, filter, created_at, updated_at,
+    `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, rate_limit_per_s, filter, signature_scheme, public_key,
+            created_at, updated_at,
             (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_at_micros
        FROM webhook_endpoints WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $1`,
@@ -313,6 +360,8 @@ export async function deleteEndpoint(db: Database, id: number, viewer: Viewer): 
  * it was. The expiry comes from the database clock, the one the worker compares it with. A
  * second rotation within the overlap replaces the previous secret: the oldest stops at once.
  *
+ * An ed25519 endpoint gets a new key pair (or the operator's `whsk_` key) and answers its public key.
+ *
  * @param options.secret - default: a fresh one; options.overlapHours - checked by the caller
  * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError for a bad secret
  */
@@ -322,18 +371,19 @@ export async function rotateEndpointSecret(
   viewer: Viewer,
   options: { secret?: string; overlapHours: number },
 ): Promise<RotatedSecret> {
-  const secret = options.secret ?? generateEndpointSecret();
-  assertEndpointSecret(secret);
+  const endpoint = await findVisibleEndpoint(db, id, viewer);
+  if (!endpoint) throw new EndpointNotFoundError(id);
+  const key = signingKey(endpoint.signatureScheme, options.secret);
   const [row] = await db.sequelize.query<{ previous_secret_expires_at: Date }>(
     `UPDATE webhook_endpoints
-        SET previous_secret = secret, secret = $2,
+        SET previous_secret = secret, secret = $2, public_key = $5,
             previous_secret_expires_at = now() + make_interval(secs => $3), updated_at = now()
       WHERE id = $1 AND deleted_at IS NULL AND ($4::int IS NULL OR user_id = $4)
       RETURNING previous_secret_expires_at`,
-    { bind: [id, secret, options.overlapHours * 3600, viewer.operator ? null : viewer.userId], type: QueryTypes.SELECT },
+    { bind: [id, key.secret, options.overlapHours * 3600, viewer.operator ? null : viewer.userId, key.publicKey], type: QueryTypes.SELECT },
   );
   if (!row) throw new EndpointNotFoundError(id);
-  return { secret, previousSecretExpiresAt: row.previous_secret_expires_at };
+  return { secret: key.shown, previousSecretExpiresAt: row.previous_secret_expires_at };
 }
 
 /** The endpoint's row when it exists, is not deleted and the viewer may see it; else null. */
@@ -357,6 +407,8 @@ export function presentEndpoint(row: WebhookEndpoint): EndpointView {
     ordering: row.ordering,
     rate_limit_per_s: row.rateLimitPerS,
     filter: row.filter,
+    signature_scheme: row.signatureScheme,
+    public_key: row.publicKey,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -378,6 +430,8 @@ function presentEndpointRow(row: EndpointRow): EndpointView {
     ordering: row.ordering,
     rate_limit_per_s: row.rate_limit_per_s,
     filter: row.filter,
+    signature_scheme: row.signature_scheme,
+    public_key: row.public_key,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

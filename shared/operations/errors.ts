@@ -59,3 +59,14 @@ export class InvalidCursorError extends Error {
     this.name = 'InvalidCursorError';
   }
 }
+
+/** A replay's `since` lies outside what retention still holds (DESIGN §14). */
+export class ReplayWindowError extends Error {
+  constructor(readonly retentionDays: number, options: OperationsErrorOptions = {}) {
+    super(
+      `since must be within the last ${Math.max(retentionDays - 1, 0)} day(s) (WEBHOOK_RETENTION_DAYS=${retentionDays} minus one): older events may already be gone.`,
+      options,
+    );
+    this.name = 'ReplayWindowError';
+  }
+}

@@ -6,3 +6,4 @@ export * from './endpoints';
 export * from './errors';
 export * from './event-catalog';
 export * from './viewer';
+export * from './replay';

@@ -2,7 +2,9 @@ import type { Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { rawQuery } from '../db/raw-query';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
-import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signStandard } from '../webhook/signing';
+import { isEd25519PublicKey } from '../webhook/ed25519';
+import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
+import { insertSingleDelivery } from './events';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
@@ -40,7 +42,7 @@ export interface EnqueueWebhookOptions {
 }
 
 /**
- * Records a webhook and queues it: the row first, then the job, so a Redis outage loses
+ * Records a webhook (its event and its delivery, DESIGN §3) and queues it: the rows first, then the job, so a Redis outage loses
  * nothing (the api's outbox relay adds rows that missed the queue).
  *
  * @returns the delivery id, which is also the `webhook-id` header the receiver sees
@@ -59,15 +61,15 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
   const algo = assertAlgo(options.algo ?? 'sha256');
   const body = serializeEnvelope(options.payload, { event: options.event, signable: true });
   const id = newWebhookId();
-  const { WebhookDelivery } = deps.db.models;
-  await WebhookDelivery.create({
+  await insertSingleDelivery(deps.db.sequelize, {
     id,
+    kind: 'send',
+    event: options.event,
+    body,
     endpointId: null,
     userId: options.userId ?? null,
     url: options.url,
     method,
-    event: options.event,
-    body,
     headers: options.headers ?? {},
     secret: options.secret ?? null,
     algo,
@@ -172,11 +174,12 @@ function assertHttpUrl(url: string): void {
 }
 
 function assertSecret(secret: string): void {
+  if (isEd25519PublicKey(secret)) throw new InvalidWebhookError('Invalid secret: a whpk_ public key cannot sign; give the whsk_ private key.');
   try {
-    // Signing once is the authoritative check of a secret's encoding (whsec_ + base64).
-    signStandard('check', 0, '', secret);
+    // Signing once is the authoritative check of a secret's encoding (whsec_ + base64, whsk_).
+    signedHeaders({ id: 'check', timestamp: 0, body: '', secret });
   } catch (error) {
-    throw new InvalidWebhookError('Invalid secret: use whsec_ followed by base64, or any other non-empty string.', {
+    throw new InvalidWebhookError('Invalid secret: use whsec_ followed by base64, a whsk_ ed25519 private key, or any other non-empty string.', {
       cause: error,
     });
   }

@@ -2,13 +2,14 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
+import { EventKind, newIdSql } from './events';
 import type { DeliveryJob } from './webhook-queue';
 
-/** A webhook-id drawn by PostgreSQL in the newWebhookId() format: msg_ + 22 base64url characters of a random UUID's 16 bytes. */
-const WEBHOOK_ID_SQL = `'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=')`;
 
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
+  /** What made the event: a post change or a `POST /events` fan-out. */
+  kind: Extract<EventKind, 'post' | 'fan-out'>;
   event: string;
   /** The `_data` of the envelope: any non-empty JSON value. */
   data: unknown;
@@ -20,7 +21,8 @@ export interface EventFanOut {
 }
 
 /**
- * Writes one `webhook_deliveries` row per active endpoint subscribed to the event (an
+ * Writes the event's `webhook_events` row (DESIGN §3: its body stored once, also when nobody
+ * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per active endpoint subscribed to the event (an
  * endpoint with no events takes every event) among the operator endpoints and the owner's
  * own whose filter (DESIGN §14) matches the data, inside `transaction`, with `enqueued_at` NULL (the caller queues them after commit,
  * or the outbox relay does). Each row belongs to its endpoint's owner (`user_id`, null for an
@@ -39,21 +41,28 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
   // One round trip: the ids are drawn by PostgreSQL. The writing request's trace travels in
   // the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
-    `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
-     SELECT ${WEBHOOK_ID_SQL}, id, url, $1, $2, user_id, $4
-       FROM webhook_endpoints
-      WHERE active AND (cardinality(events) = 0 OR $1 = ANY(events)) AND (user_id IS NULL OR user_id = $3)
-        AND (filter IS NULL OR webhook_filter_matches(filter, $5::jsonb))
-      ORDER BY id
+    `WITH ev AS (
+       INSERT INTO webhook_events (id, kind, event, body, user_id) VALUES (${newIdSql('evt_')}, $6, $1, $2, $3) RETURNING id
+     )
+     INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event, user_id, traceparent)
+     SELECT ${newIdSql('msg_')}, ev.id, ep.id, ep.url, $1, ep.user_id, $4
+       FROM webhook_endpoints ep CROSS JOIN ev
+      WHERE ep.active AND (cardinality(ep.events) = 0 OR $1 = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = $3)
+        AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, $5::jsonb))
+      ORDER BY ep.id
      RETURNING id, endpoint_id`,
-    { bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), JSON.stringify(fanOut.data)], type: QueryTypes.SELECT, transaction },
+    {
+      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), JSON.stringify(fanOut.data), fanOut.kind],
+      type: QueryTypes.SELECT,
+      transaction,
+    },
   );
   annotateActiveSpan({ [WEBHOOK_EVENT]: fanOut.event, [WEBHOOK_IDS]: rows.map((row) => row.id) });
   return rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: '' }) }));
 }
 
 /**
- * CTEs writing the outbox rows of many events of one kind in the same statement as what they
+ * CTEs writing many post events of one name (their `webhook_events` rows and outbox rows) in the same statement as what they
  * announce (a group commit of creates needs no BEGIN/COMMIT then: one statement is atomic).
  * Append them, after a comma, to a WITH whose earlier CTE `source` has one row per event:
  * `ord` (bigint, unique per event), `owner_id` (int; see {@link EventFanOut.ownerUserId}),
@@ -66,16 +75,21 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
  * @param eventParam - the placeholder holding the event name, such as `$11`
  */
 export function fanOutClauses(eventParam: string): string {
-  // fan is read twice, so PostgreSQL materialises it: each id is drawn once.
-  return `fan AS (
-       SELECT ${WEBHOOK_ID_SQL} AS id, ep.id AS endpoint_id, ep.url, s.body, ep.user_id, s.traceparent, s.ord
-         FROM source s
+  // Each CTE holding new ids is read twice, so PostgreSQL materialises it: each id is drawn once.
+  return `ev AS MATERIALIZED (
+       SELECT s.*, ${newIdSql('evt_')} AS event_id FROM source s
+     ), ev_written AS (
+       INSERT INTO webhook_events (id, kind, event, body, user_id)
+       SELECT event_id, 'post', ${eventParam}, body, owner_id FROM ev ORDER BY ord
+     ), fan AS MATERIALIZED (
+       SELECT ${newIdSql('msg_')} AS id, ep.id AS endpoint_id, ep.url, s.event_id, ep.user_id, s.traceparent, s.ord
+         FROM ev s
          JOIN webhook_endpoints ep
            ON ep.active AND (cardinality(ep.events) = 0 OR ${eventParam} = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = s.owner_id)
           AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, s.body::jsonb -> '_data'))
      ), fan_written AS (
-       INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, user_id, traceparent)
-       SELECT id, endpoint_id, url, ${eventParam}, body, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
+       INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event, user_id, traceparent)
+       SELECT id, event_id, endpoint_id, url, ${eventParam}, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
      ), fan_by_event AS (
        SELECT ord, array_agg(id ORDER BY endpoint_id) AS delivery_ids, array_agg(endpoint_id ORDER BY endpoint_id) AS endpoint_ids
          FROM fan GROUP BY ord

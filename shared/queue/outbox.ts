@@ -271,7 +271,7 @@ export async function insertDeliveries(
 
 /** {@link insertDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction, event: PostEvent, data: object): Promise<DeliveryJob[]> {
-  return insertEventDeliveryJobs(sequelize, transaction, { event, data, ownerUserId: ownerOf(data) });
+  return insertEventDeliveryJobs(sequelize, transaction, { kind: 'post', event, data, ownerUserId: ownerOf(data) });
 }
 
 /** The post's owner (`data.user_id`), whose own endpoints also receive the event. */

@@ -1,5 +1,7 @@
 export * from './errors';
 export * from './signing';
+export { idTime, newEventId } from './ids';
+export * from './ed25519';
 export { encodeJson } from './envelope';
 export * from './verify-incoming';
 export * from './http-client';

@@ -1,5 +1,7 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { EncryptionError, LogicError } from './errors';
+import { isEd25519PublicKey, isEd25519SecretKey, signStandardEd25519, verifyStandardEd25519 } from './ed25519';
+import { uuidV7Bytes } from './ids';
 
 export { EVENT_KEY, SIGN_KEY, parseEnvelope, serializeEnvelope } from './envelope';
 export type { Envelope, EnvelopeConfig } from './envelope';
@@ -121,11 +123,12 @@ export interface VerifyStandardOptions {
 
 /**
  * Verifies Standard Webhooks headers over the raw body: the `webhook-signature` list is
- * space-separated, entries of versions other than `v1` are ignored, one match is enough,
- * comparison is constant-time, and `webhook-timestamp` must lie within the tolerance.
+ * space-separated, `v1` entries are checked against the shared secrets (constant-time) and
+ * `v1a` entries against the `whpk_` ed25519 public keys (DESIGN §14), other versions are
+ * ignored, one match is enough, and `webhook-timestamp` must lie within the tolerance.
  *
  * @param headers - incoming headers holding `webhook-id`, `webhook-timestamp`, `webhook-signature`
- * @param secret - the shared secret, or several while a secret rotates
+ * @param secret - the shared secret or `whpk_` public key, or several while one rotates
  * @returns the verified webhook-id and timestamp (seconds)
  * @throws EncryptionError naming the reason: missing headers, bad or stale timestamp, no match
  * @throws LogicError for an empty or badly encoded secret (configuration)
@@ -148,8 +151,10 @@ export function verifyStandard(
   if (timestamp - now > tolerance) throw new EncryptionError('Message timestamp too new.');
 
   const expected: Buffer[] = [];
+  const publicKeys: string[] = [];
   for (const one of typeof secret === 'string' ? [secret] : secret) {
-    expected.push(Buffer.from(standardDigest(id, timestamp, body, standardKey(one))));
+    if (isEd25519PublicKey(one)) publicKeys.push(one);
+    else expected.push(Buffer.from(standardDigest(id, timestamp, body, standardKey(one))));
   }
   // A plain scan of the space-separated list: this runs on every webhook a receiver takes.
   for (let start = 0; start < signatures.length; ) {
@@ -159,6 +164,11 @@ export function verifyStandard(
       const given = Buffer.from(signatures.slice(start + 3, end));
       for (const candidate of expected) {
         if (candidate.length === given.length && timingSafeEqual(candidate, given)) return { id, timestamp };
+      }
+    } else if (publicKeys.length > 0 && signatures.startsWith('v1a,', start)) {
+      const given = signatures.slice(start + 4, end);
+      for (const publicKey of publicKeys) {
+        if (verifyStandardEd25519(id, timestamp, body, given, publicKey)) return { id, timestamp };
       }
     }
     start = end + 1;
@@ -174,8 +184,9 @@ export interface SignedHeadersInput {
   timestamp: number;
   /** The exact body bytes that will be sent. */
   body: string | Buffer;
+  /** A shared secret, or a `whsk_` ed25519 private key. */
   secret: string;
-  /** While a secret rotates: more secrets whose `v1` signatures are appended to the list. */
+  /** While a secret rotates: more secrets whose signatures are appended to the list. */
   additionalSecrets?: readonly string[];
   algo?: HmacAlgo;
   /** Name of the hex signature header; default `X-Signature`. */
@@ -185,7 +196,9 @@ export interface SignedHeadersInput {
 /**
  * Every header DESIGN §7 puts on a delivery: `Content-Type: application/json`, the hex
  * signature header, `webhook-id`, `webhook-timestamp` and `webhook-signature`. The body is
- * hashed as it is (a string as UTF-8, never copied), once per HMAC.
+ * hashed as it is (a string as UTF-8, never copied), once per HMAC. A `whsk_` secret signs
+ * `v1a` (ed25519, DESIGN §14) instead of `v1`, and without the hex header when it is the
+ * current secret.
  *
  * @throws LogicError for an empty or badly encoded secret, an unsupported algorithm or a
  *   non-integer timestamp
@@ -195,12 +208,19 @@ export function signedHeaders(input: SignedHeadersInput): Record<string, string>
   assertTimestamp(input.timestamp);
   const { body, id, timestamp } = input;
   const secrets = [input.secret, ...(input.additionalSecrets ?? [])];
+  const signatures = secrets
+    .map((s) => (isEd25519SecretKey(s) ? signStandardEd25519(id, timestamp, body, s) : standardSignature(id, timestamp, body, standardKey(s))))
+    .join(' ');
+  // The hex header needs a shared secret: an ed25519 endpoint's deliveries carry none (DESIGN §14).
+  if (isEd25519SecretKey(input.secret)) {
+    return { 'Content-Type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures };
+  }
   return {
     'Content-Type': 'application/json',
     [input.signatureHeader ?? DEFAULT_SIGNATURE_HEADER]: hexDigest(body, input.secret, algo),
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((s) => standardSignature(id, timestamp, body, standardKey(s))).join(' '),
+    'webhook-signature': signatures,
   };
 }
 
@@ -216,11 +236,12 @@ export function deriveSecret(appKey: string, salt: string, algo: HmacAlgo = 'sha
 }
 
 /**
- * A fresh webhook-id: `msg_` and 22 base64url characters (128 random bits). It never contains
- * `:` and is never all digits, so it is also a valid BullMQ job id.
+ * A fresh webhook-id: `msg_` and 22 base64url characters of a UUIDv7 (DESIGN §3: time-ordered,
+ * 74 random bits). It never contains `:` and is never all digits, so it is also a valid BullMQ
+ * job id.
  */
 export function newWebhookId(): string {
-  return `msg_${randomBytes(16).toString('base64url')}`;
+  return `msg_${uuidV7Bytes().toString('base64url')}`;
 }
 
 // A string body is hashed as UTF-8 straight from the string: no Buffer copy per signature.

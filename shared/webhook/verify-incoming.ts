@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type Envelope, parseEnvelope } from './envelope';
+import { isEd25519PublicKey } from './ed25519';
 import { EncryptionError } from './errors';
 import {
   DEFAULT_SIGNATURE_HEADER,
@@ -92,7 +93,8 @@ export function verifyIncoming(body: Buffer, headers: IncomingHeaders, policy: I
     const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name);
     const signature = entry?.[1];
     if (typeof signature !== 'string' || signature === '') throw new EncryptionError(`Missing ${name} header.`);
-    if (!secrets.some((secret) => verifyHex(body, secret, signature, policy.algo))) {
+    // A whpk_ key is public: used as an HMAC key it would let anyone forge X-Signature.
+    if (!secrets.some((secret) => !isEd25519PublicKey(secret) && verifyHex(body, secret, signature, policy.algo))) {
       throw new EncryptionError('Signature mismatch: the payload may have been tampered with.');
     }
     id = bodySha256;

@@ -94,7 +94,7 @@ describe('post events (DESIGN §6)', () => {
     const pids = answers.map((answer, n) => Number(n % 2 === 0 ? answer.json().item.postId : answer.json().pid));
     expect(new Set(pids).size).toBe(24);
     const deliveries = await harness.db.sequelize.query<{ body: string }>(
-      `SELECT body FROM webhook_deliveries WHERE url = 'http://127.0.0.1:9/batch' AND event = 'post.created'`,
+      `SELECT e.body FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.url = 'http://127.0.0.1:9/batch' AND d.event = 'post.created'`,
       { type: QueryTypes.SELECT },
     );
     const data = deliveries.map((delivery) => JSON.parse(delivery.body)._data as { pid: number; title: string; content: string });
@@ -121,7 +121,8 @@ describe('post events (DESIGN §6)', () => {
     for (const pid of pids) {
       const row = (await findPost(harness.db, pid))!;
       const [delivery] = await harness.db.sequelize.query<{ body: string }>(
-        `SELECT body FROM webhook_deliveries WHERE url = 'http://127.0.0.1:9/bytes' AND body::jsonb -> '_data' ->> 'pid' = $1`,
+        `SELECT e.body FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+          WHERE d.url = 'http://127.0.0.1:9/bytes' AND e.body::jsonb -> '_data' ->> 'pid' = $1`,
         { bind: [String(pid)], type: QueryTypes.SELECT },
       );
       const data = {

@@ -81,8 +81,12 @@ describe('the typed client against the api', () => {
     const rotated = await client.rotateEndpointSecret(created.id, 1);
     expect(rotated.secret).not.toBe(created.secret);
 
+    const since = new Date();
     const published = await client.publishEvent({ event: 'post.updated', payload: { pid: 1 } });
     expect(published.ids.length).toBeGreaterThanOrEqual(1);
+    const late = await client.createEndpoint({ url: 'http://127.0.0.1:9/hooks/late', events: ['post.updated'] });
+    expect(await client.replayEndpoint(late.id, since)).toEqual({ count: 1 });
+    expect(await client.replayEndpoint(late.id, since)).toEqual({ count: 0 });
     await client.deleteEndpoint(created.id);
     await expect(client.getEndpoint(created.id)).rejects.toMatchObject({ status: 404 });
   });

@@ -80,8 +80,9 @@ describe('the whole system, end to end', () => {
         (
           await db.query(
             `SELECT d.id, d.status FROM webhook_deliveries d
+             JOIN webhook_events e ON e.id = d.event_id
              JOIN webhook_inbox i ON i.webhook_id = d.id AND i.processed_at IS NOT NULL
-             WHERE d.event = 'post.created' AND d.body LIKE $1`,
+             WHERE d.event = 'post.created' AND e.body LIKE $1`,
             [`%"pid":${pid}%`],
           )
         ).rows[0],

@@ -23,7 +23,7 @@ describe('endpoints CLI', () => {
 
   function cli(...args: string[]) {
     const result = spawnSync(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: env.databaseUrl },
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix },
       encoding: 'utf8',
     });
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -151,6 +151,46 @@ describe('endpoints CLI', () => {
     const delivery = await db.models.WebhookDelivery.findByPk('msg_cli_delete_pending', { rejectOnEmpty: true });
     expect([delivery.status, delivery.lastError]).toEqual(['failed', 'endpoint deleted']);
     expect(cli('delete', '--id', String(id)).stderr).toMatch(`No endpoint has id ${id}.`);
+  });
+
+  it('When an ed25519 endpoint is added and rotated, then each prints its whpk_ public key, and the stored private key signs', async () => {
+    const added = cli('add', '--url', 'https://example.com/ed', '--signature-scheme', 'ed25519');
+    expect(added.status).toBe(0);
+    const { id, secret } = JSON.parse(added.stdout);
+    expect(secret).toMatch(/^whpk_/);
+    const row = await db.models.WebhookEndpoint.findByPk(id);
+    expect(row).toMatchObject({ signatureScheme: 'ed25519', publicKey: secret, secret: expect.stringMatching(/^whsk_/) });
+    const rotated = JSON.parse(cli('rotate', '--id', String(id)).stdout);
+    expect(rotated.secret).toMatch(/^whpk_/);
+    expect(rotated.secret).not.toBe(secret);
+    expect(cli('rotate', '--id', String(id), '--secret', 'whsk_AAAA')).toMatchObject({ status: 2, stderr: expect.stringContaining('an ed25519 endpoint takes a whsk_ private key') });
+    expect(cli('add', '--url', 'https://example.com/ed', '--signature-scheme', 'rsa')).toMatchObject({ status: 2, stderr: expect.stringContaining('--signature-scheme must be') });
+  });
+
+  it('When an endpoint replays, then the past events it never got are queued, and a reach past retention is a usage error', async () => {
+    await db.sequelize.query(
+      `INSERT INTO webhook_events (id, kind, event, body, user_id) VALUES
+         ('evt_cli_replay_1', 'post', 'order.cli', '{"_data":{"n":1}}', NULL),
+         ('evt_cli_replay_2', 'fan-out', 'order.cli', '{"_data":{"n":2}}', NULL),
+         ('evt_cli_replay_test', 'test', 'order.cli', '{"_data":{"n":3}}', NULL)`,
+    );
+    const { id } = JSON.parse(cli('add', '--url', 'https://example.com/replayed').stdout);
+
+    const replayed = cli('replay', '--id', String(id), '--since', new Date(Date.now() - 60_000).toISOString());
+    expect(replayed).toMatchObject({ status: 0, stdout: `{"id":${id},"count":2}\n` });
+    const [rows] = await db.sequelize.query('SELECT event_id, enqueued_at IS NOT NULL AS queued FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', {
+      bind: [id],
+    });
+    expect(rows).toEqual([
+      { event_id: 'evt_cli_replay_1', queued: true },
+      { event_id: 'evt_cli_replay_2', queued: true },
+    ]);
+    expect(cli('replay', '--id', String(id), '--since', new Date(Date.now() - 60_000).toISOString()).stdout).toBe(`{"id":${id},"count":0}\n`);
+
+    const tooOld = cli('replay', '--id', String(id), '--since', '2020-01-01T00:00:00Z');
+    expect(tooOld.status).toBe(2);
+    expect(tooOld.stderr).toContain('error: since must be within the last');
+    expect(cli('replay', '--id', String(id), '--since', 'yesterday')).toMatchObject({ status: 2, stderr: expect.stringContaining('--since must be an ISO 8601 time') });
   });
 
   it('When an endpoint subscribes to an event type an operator added, then add accepts it', async () => {

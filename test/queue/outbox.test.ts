@@ -1,3 +1,4 @@
+import { QueryTypes } from 'sequelize';
 import Redis from 'ioredis';
 import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
 import { createRedis } from '../../shared/redis';
@@ -121,7 +122,8 @@ describe('outbox', () => {
     const row = await producer.db.models.WebhookDelivery.findByPk(id);
     expect(row?.secret).toBe(secret);
     expect(row?.enqueuedAt).not.toBeNull();
-    expect(row?.body).toBe('{"_data":{"id":7},"_config":{"app.webhook.event":"user.created","app.webhook.signable":1}}');
+    const [event] = await producer.db.sequelize.query('SELECT kind, body FROM webhook_events WHERE id = $1', { bind: [row?.eventId], type: QueryTypes.SELECT });
+    expect(event).toEqual({ kind: 'send', body: '{"_data":{"id":7},"_config":{"app.webhook.event":"user.created","app.webhook.signable":1}}' });
     expect(await redisHolds(env.redisUrl, env.redisPrefix, 'c2VjcmV0LW5ldmVyLWluLXJlZGlz')).toBe(false);
     expect(await redisHolds(env.redisUrl, env.redisPrefix, id)).toBe(true);
   });

@@ -21,6 +21,7 @@ const DELIVERY_KEYS = [
   'delivered_at',
   'endpoint_id',
   'event',
+  'event_id',
   'id',
   'last_error',
   'last_status_code',

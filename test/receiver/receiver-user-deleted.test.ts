@@ -70,7 +70,7 @@ describe('receiver: user.deleted removes the posts as the api does', () => {
       expect(existsSync(path.join(harness.uploadDir, file))).toBe(false);
     }
     const [events] = await harness.db.sequelize.query(
-      "SELECT body FROM webhook_deliveries WHERE event = 'post.deleted' AND status = 'pending' ORDER BY body",
+      "SELECT e.body FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.event = 'post.deleted' AND d.status = 'pending' ORDER BY e.body",
     );
     expect((events as { body: string }[]).map((row) => JSON.parse(row.body)._data.pid).sort()).toEqual(posts.map((p) => p.pid).sort());
   });

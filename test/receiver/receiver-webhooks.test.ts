@@ -197,7 +197,8 @@ describe('receiver: accepted webhooks', () => {
       expect(await post('/webhooks/users', signed('user.deleted', { user_id: user.user_id }))).toEqual({ status: 200, json: ACCEPTED });
 
       const { rows: deliveries } = await db.query(
-        'SELECT event, body, status, enqueued_at FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY body',
+        `SELECT d.event, e.body, d.status, d.enqueued_at FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+          WHERE d.endpoint_id = $1 ORDER BY e.body`,
         [endpoint.id],
       );
       const expected = posts

@@ -24,23 +24,33 @@ describe('retention (DESIGN §11)', () => {
 
   async function addDelivery(id: string, status: string, ageDays: number): Promise<void> {
     const createdAt = new Date(Date.now() - ageDays * DAY_MS);
+    await addEvent(`evt_${id}`, ageDays);
     await producer.db.models.WebhookDelivery.create({
       id,
       endpointId: null,
       url: 'http://127.0.0.1:9/x',
       event: 'post.created',
-      body: '{}',
+      eventId: `evt_${id}`,
       status: status as 'succeeded',
       createdAt,
     });
     await producer.db.models.WebhookAttempt.create({ deliveryId: id, attemptNumber: 1, statusCode: 200, durationMs: 5, responseBody: 'ok' } as never);
   }
 
-  it('When the prune runs, then old succeeded deliveries, their attempts and old inbox rows go, in bounded batches; the rest stays', async () => {
+  async function addEvent(id: string, ageDays: number): Promise<void> {
+    await producer.db.sequelize.query(
+      `INSERT INTO webhook_events (id, kind, event, body, created_at) VALUES ($1, 'post', 'post.created', '{}', now() - $2 * interval '1 day')`,
+      { bind: [id, ageDays] },
+    );
+  }
+
+  it('When the prune runs, then old succeeded deliveries, their attempts, old events no delivery needs and old inbox rows go, in bounded batches; the rest stays', async () => {
     for (let index = 0; index < 5; index += 1) await addDelivery(`msg_old_ok_${index}`, 'succeeded', 31);
     await addDelivery('msg_old_failed', 'failed', 90);
     await addDelivery('msg_old_pending', 'pending', 40);
     await addDelivery('msg_new_ok', 'succeeded', 29);
+    await addEvent('evt_old_undelivered', 35);
+    await addEvent('evt_new_undelivered', 2);
     await producer.db.sequelize.query(`
       INSERT INTO webhook_inbox (webhook_id, topic, event, received_at) VALUES
         ('msg_inbox_old_1', 'posts', 'post.created', now() - interval '31 days'),
@@ -51,11 +61,13 @@ describe('retention (DESIGN §11)', () => {
 
     const result = await retention.prune();
 
-    expect(result).toEqual({ deliveries: 5, inbox: 3 });
+    expect(result).toEqual({ deliveries: 5, events: 6, inbox: 3 });
     const kept = await producer.db.models.WebhookDelivery.findAll({ order: [['id', 'ASC']] });
     expect(kept.map((row) => row.id)).toEqual(['msg_new_ok', 'msg_old_failed', 'msg_old_pending']);
     const attempts = await producer.db.models.WebhookAttempt.findAll();
     expect(attempts.map((attempt) => attempt.deliveryId).sort()).toEqual(['msg_new_ok', 'msg_old_failed', 'msg_old_pending']);
+    const [events] = await producer.db.sequelize.query('SELECT id FROM webhook_events ORDER BY id');
+    expect(events).toEqual([{ id: 'evt_msg_new_ok' }, { id: 'evt_msg_old_failed' }, { id: 'evt_msg_old_pending' }, { id: 'evt_new_undelivered' }]);
     const [inbox] = await producer.db.sequelize.query('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id');
     expect(inbox).toEqual([{ webhook_id: 'msg_inbox_new' }]);
   });

@@ -52,7 +52,7 @@ describe('tracing from the api request to the HTTP attempt', () => {
     });
     expect(response.statusCode).toBe(200);
     const rows = await harness.db.sequelize.query<{ id: string }>(
-      `SELECT id FROM webhook_deliveries WHERE body LIKE $1`,
+      `SELECT d.id FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.body LIKE $1`,
       { bind: [`%"pid":${response.json().pid}%`], type: QueryTypes.SELECT },
     );
     return rows[0].id;

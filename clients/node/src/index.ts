@@ -85,6 +85,11 @@ export interface WebhooksClient {
   deleteEndpoint(id: number): Promise<void>;
   /** A new secret; the old one keeps signing for `overlapHours` (default 24). */
   rotateEndpointSecret(id: number, overlapHours?: number): Promise<RotatedSecret>;
+  /**
+   * Queues, oldest first, the post changes and published events made since `since` that the
+   * endpoint would receive now and never got (at most 10,000 a call); resolves with how many.
+   */
+  replayEndpoint(id: number, since: Date): Promise<{ count: number }>;
   listEventTypes(): Promise<EventTypes>;
   /** The typed openapi-fetch client underneath, for any other route of the api. */
   readonly api: Client<paths>;
@@ -131,6 +136,8 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
     },
     rotateEndpointSecret: (id, overlapHours = 24) =>
       unwrap(api.POST('/api/v1/endpoints/{id}/rotate-secret', { params: { path: { id } }, body: { overlap_hours: overlapHours } })),
+    replayEndpoint: (id, since) =>
+      unwrap(api.POST('/api/v1/endpoints/{id}/replay', { params: { path: { id } }, body: { since: since.toISOString() } })),
     listEventTypes: () => unwrap(api.GET('/api/v1/event-types')),
   };
 }

@@ -51,8 +51,15 @@ export interface paths {
                                  * @enum {string}
                                  */
                                 ordering: "unordered" | "fifo";
+                                /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                                public_key: string | null;
                                 /** @description Attempts started per second at most, across all workers; null: no limit. */
                                 rate_limit_per_s: number | null;
+                                /**
+                                 * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                                 * @enum {string}
+                                 */
+                                signature_scheme: "hmac-sha256" | "ed25519";
                                 /** Format: date-time */
                                 updated_at: string;
                                 url: string;
@@ -152,8 +159,13 @@ export interface paths {
                         ordering?: "unordered" | "fifo";
                         /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
                         rate_limit_per_s?: number | null;
-                        /** @description Default: `whsec_` + base64 of 32 random bytes. */
+                        /** @description Default: `whsec_` + base64 of 32 random bytes; for ed25519 a fresh key pair, or your own `whsk_` private key (base64 of the 32-byte seed, or of 64 bytes seed then public key). */
                         secret?: string;
+                        /**
+                         * @description `hmac-sha256` (default): X-Signature and Standard Webhooks `v1`. `ed25519`: Standard Webhooks `v1a` asymmetric signatures, no X-Signature; the endpoint gets a key pair and its receiver verifies with the `whpk_` public key. Set on create.
+                         * @enum {string}
+                         */
+                        signature_scheme?: "hmac-sha256" | "ed25519";
                         /**
                          * Format: uri
                          * @description http:// or https://
@@ -191,10 +203,17 @@ export interface paths {
                              * @enum {string}
                              */
                             ordering: "unordered" | "fifo";
+                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                            public_key: string | null;
                             /** @description Attempts started per second at most, across all workers; null: no limit. */
                             rate_limit_per_s: number | null;
-                            /** @description Shown only here and on rotation. */
+                            /** @description Shown only here and on rotation; for ed25519 the `whpk_` public key (the private key is never shown). */
                             secret: string;
+                            /**
+                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                             * @enum {string}
+                             */
+                            signature_scheme: "hmac-sha256" | "ed25519";
                             /** Format: date-time */
                             updated_at: string;
                             url: string;
@@ -314,8 +333,15 @@ export interface paths {
                              * @enum {string}
                              */
                             ordering: "unordered" | "fifo";
+                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                            public_key: string | null;
                             /** @description Attempts started per second at most, across all workers; null: no limit. */
                             rate_limit_per_s: number | null;
+                            /**
+                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                             * @enum {string}
+                             */
+                            signature_scheme: "hmac-sha256" | "ed25519";
                             /** Format: date-time */
                             updated_at: string;
                             url: string;
@@ -561,8 +587,15 @@ export interface paths {
                              * @enum {string}
                              */
                             ordering: "unordered" | "fifo";
+                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                            public_key: string | null;
                             /** @description Attempts started per second at most, across all workers; null: no limit. */
                             rate_limit_per_s: number | null;
+                            /**
+                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                             * @enum {string}
+                             */
+                            signature_scheme: "hmac-sha256" | "ed25519";
                             /** Format: date-time */
                             updated_at: string;
                             url: string;
@@ -793,6 +826,155 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver the past events this endpoint would receive now and never got (at most 10,000 per call) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601: post changes and fan-out events made at or after this that the endpoint would receive now and never got are delivered, oldest first. At most WEBHOOK_RETENTION_DAYS minus one day ago.
+                         */
+                        since: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Deliveries made. */
+                            count: number;
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The service key lacks the scope, or a user token on a service-key route */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Not found, or another principal's */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Conflict with the current state */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The queue or database is unavailable; retry later */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/endpoints/{id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -831,6 +1013,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description The new secret; for ed25519 the new `whpk_` public key. */
                             secret: string;
                         };
                     };
@@ -1976,6 +2159,8 @@ export interface paths {
                                 /** @description Null for an ad-hoc send. */
                                 endpoint_id: number | null;
                                 event: string | null;
+                                /** @description The event delivered (evt_...), its body stored once; null for a delivery made before events were stored. */
+                                event_id: string | null;
                                 /** @description The webhook-id, stable across attempts. */
                                 id: string;
                                 last_error: string | null;
@@ -2211,6 +2396,8 @@ export interface paths {
                             /** @description Null for an ad-hoc send. */
                             endpoint_id: number | null;
                             event: string | null;
+                            /** @description The event delivered (evt_...), its body stored once; null for a delivery made before events were stored. */
+                            event_id: string | null;
                             /** @description The webhook-id, stable across attempts. */
                             id: string;
                             last_error: string | null;

@@ -147,7 +147,12 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     routes: [
       layout.postsRoutes,
       async (scope) => {
-        await scope.register(operationsRoutes, { db: database, queue, readCircuit: (endpointId) => readCircuit(redis, config, endpointId) });
+        await scope.register(operationsRoutes, {
+          db: database,
+          queue,
+          readCircuit: (endpointId) => readCircuit(redis, config, endpointId),
+          retentionDays: config.webhookRetentionDays,
+        });
       },
       ...(deps.apiRoutes ?? []),
     ],

@@ -3,6 +3,7 @@ import { isDatabaseUnavailable, type DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
 import { rawQuery } from '../../../shared/db/raw-query';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
+import { newIdSql } from '../../../shared/queue/events';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
 export interface ClaimedDelivery {
@@ -138,18 +139,16 @@ const CLAIM_BATCH = {
      WHERE w.id = c.id AND w.status IN ('pending', 'delivering')
        AND (c.one_shot OR w.one_shot OR w.next_attempt_at IS NULL OR w.next_attempt_at <= now() + interval '1 second')
        AND (c.one_shot OR w.one_shot OR w.sequence IS NULL OR NOT ${AHEAD_IN_LINE})
-    RETURNING w.id, w.endpoint_id, w.url, w.method, w.body, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
+    RETURNING w.id, w.endpoint_id, w.url, w.method, w.body AS legacy_body, w.event_id, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
               w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
   )
-  SELECT d.*, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
+  SELECT d.*, COALESCE(d.legacy_body, ev.body) AS body, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
          e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
-    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id`,
+    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id LEFT JOIN webhook_events ev ON ev.id = d.event_id`,
 };
 
 const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-/** The webhook-id format of newWebhookId(), drawn by PostgreSQL: msg_ + base64url of a random UUID's bytes. */
-const NEW_WEBHOOK_ID = `'msg_' || rtrim(translate(encode(decode(replace(gen_random_uuid()::text, '-', ''), 'hex'), 'base64'), '+/', '-_'), '=')`;
 /** The endpoint is disabled by this attempt: 410, or failing (and unchanged) for longer than $11 seconds. */
 const DISABLES = `e.active AND ($10::text IS NOT NULL OR (NOT $9::boolean
   AND e.failing_since <= now() - $11::int * interval '1 second' AND e.updated_at <= now() - $11::int * interval '1 second'))`;
@@ -179,14 +178,19 @@ const RECORD = {
     UPDATE webhook_endpoints e SET failing_since = CASE WHEN $9::boolean THEN NULL ELSE now() END
      WHERE e.id = $12::int AND NOT COALESCE(${DISABLES}, false)
        AND CASE WHEN $9::boolean THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END
-  ), notice AS (
-    INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body)
-    SELECT ${NEW_WEBHOOK_ID}, o.id, o.url, 'endpoint.disabled',
+  ), notice_event AS (
+    INSERT INTO webhook_events (id, kind, event, body)
+    SELECT ${newIdSql('evt_')}, 'notice', 'endpoint.disabled',
            '{"_data":{"endpoint_id":' || d.id || ',"url":' || to_json(d.url)::text
            || ',"reason":' || to_json(d.disabled_reason)::text
            || ',"disabled_at":"' || to_char(d.updated_at AT TIME ZONE 'UTC', ${ISO_UTC})
            || '"},"_config":{"app.webhook.event":"endpoint.disabled","app.webhook.signable":1}}'
-      FROM disabled d JOIN webhook_endpoints o
+      FROM disabled d
+    RETURNING id
+  ), notice AS (
+    INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event)
+    SELECT ${newIdSql('msg_')}, n.id, o.id, o.url, 'endpoint.disabled'
+      FROM disabled d CROSS JOIN notice_event n JOIN webhook_endpoints o
         ON o.user_id IS NULL AND o.active AND o.id <> d.id
        AND (cardinality(o.events) = 0 OR 'endpoint.disabled' = ANY(o.events))
        AND (o.filter IS NULL OR webhook_filter_matches(o.filter, jsonb_build_object('endpoint_id', d.id, 'url', d.url, 'reason', d.disabled_reason)))

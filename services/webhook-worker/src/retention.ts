@@ -17,6 +17,8 @@ const DEFAULT_BATCH_SIZE = 1_000;
 export interface PruneResult {
   /** Succeeded deliveries removed, with their webhook_attempts rows (ON DELETE CASCADE). */
   deliveries: number;
+  /** webhook_events rows removed: past the window and no longer delivered by any row. */
+  events: number;
   /** webhook_inbox rows removed. */
   inbox: number;
 }
@@ -24,8 +26,9 @@ export interface PruneResult {
 export interface Retention {
   /**
    * Prunes, in batches of `batchSize` rows per statement until none is left: succeeded
-   * deliveries created more than WEBHOOK_RETENTION_DAYS ago (their attempts go with them)
-   * and webhook_inbox rows received before then. Failed and unfinished deliveries are kept
+   * deliveries created more than WEBHOOK_RETENTION_DAYS ago (their attempts go with them),
+   * the events made before then that no delivery references any more, and webhook_inbox
+   * rows received before then. Failed and unfinished deliveries are kept
    * (DESIGN §11), also when their endpoint is deleted.
    */
   prune(): Promise<PruneResult>;
@@ -70,13 +73,21 @@ export function createRetention(options: RetentionOptions): Retention {
          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
       ), gone AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.id = doomed.id RETURNING 1)
       SELECT count(*)::int AS n FROM gone`);
+    const events = await inBatches(`
+      WITH doomed AS (
+        SELECT id FROM webhook_events e
+         WHERE created_at < now() - $1 * interval '1 day'
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), gone AS (DELETE FROM webhook_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
+      SELECT count(*)::int AS n FROM gone`);
     const inbox = await inBatches(`
       WITH doomed AS (
         SELECT webhook_id FROM webhook_inbox WHERE received_at < now() - $1 * interval '1 day'
          ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED
       ), gone AS (DELETE FROM webhook_inbox i USING doomed WHERE i.webhook_id = doomed.webhook_id RETURNING 1)
       SELECT count(*)::int AS n FROM gone`);
-    return { deliveries, inbox };
+    return { deliveries, events, inbox };
   }
 
   if (options.schedule === false) return { prune, close: async () => undefined };

@@ -5,7 +5,7 @@ export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
 /**
  * One webhook to deliver: the outbox row and the delivery log (DESIGN §3, §6).
  * `id` is the webhook-id, stable across retries, and the BullMQ job id.
- * `body` holds the exact bytes that are signed and sent.
+ * The bytes signed and sent live once in its event (`webhook_events`, DESIGN §3).
  */
 export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, InferCreationAttributes<WebhookDelivery>> {
   declare id: string;
@@ -15,7 +15,10 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare url: string;
   declare method: CreationOptional<string>;
   declare event: string | null;
-  declare body: string;
+  /** Legacy copy of the bytes: rows made before events were stored once (DESIGN §3); null since. */
+  declare body: CreationOptional<string | null>;
+  /** The event this delivers (webhook_events.id); null on legacy rows. */
+  declare eventId: CreationOptional<string | null>;
   declare headers: CreationOptional<Record<string, string>>;
   /** Secret of an ad-hoc send; endpoint deliveries use the endpoint's current secret. */
   declare secret: CreationOptional<string | null>;
@@ -49,7 +52,8 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         url: { type: DataTypes.TEXT, allowNull: false },
         method: { type: DataTypes.STRING(10), allowNull: false, defaultValue: 'POST' },
         event: { type: DataTypes.TEXT, allowNull: true },
-        body: { type: DataTypes.TEXT, allowNull: false },
+        body: { type: DataTypes.TEXT, allowNull: true },
+        eventId: { type: DataTypes.TEXT, allowNull: true },
         headers: { type: DataTypes.JSONB, allowNull: false, defaultValue: {} },
         secret: { type: DataTypes.TEXT, allowNull: true },
         algo: { type: DataTypes.STRING(10), allowNull: false, defaultValue: 'sha256' },

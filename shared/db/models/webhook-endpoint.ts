@@ -30,6 +30,8 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare ordering: CreationOptional<'unordered' | 'fifo'>;
   /** `hmac-sha256` (secret `whsec_...`) or `ed25519` (secret the private key `whsk_...`). */
   declare signatureScheme: CreationOptional<'hmac-sha256' | 'ed25519'>;
+  /** An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+  declare publicKey: CreationOptional<string | null>;
   /** The last FIFO sequence number given to a delivery to this endpoint (DESIGN §6). */
   declare fifoSequence: CreationOptional<string>;
   declare createdAt: CreationOptional<Date>;
@@ -55,6 +57,7 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         filter: { type: DataTypes.JSONB, allowNull: true },
         ordering: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'unordered' },
         signatureScheme: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'hmac-sha256' },
+        publicKey: { type: DataTypes.TEXT, allowNull: true },
         fifoSequence: { type: DataTypes.BIGINT, allowNull: false, defaultValue: 0 },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,

@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { QueryTypes } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { Database, createDatabase } from '../../../shared/db';
 import { Outbox, PostEvent, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
@@ -119,6 +120,13 @@ export async function eventually<T>(
 }
 
 /** Delivery rows as the tests look at them. */
+/** Every delivery row, oldest first, its `body` read from its event (DESIGN §3: stored once). */
 export async function deliveryRows(db: Database) {
-  return db.models.WebhookDelivery.findAll({ order: [['createdAt', 'ASC']] });
+  const rows = await db.models.WebhookDelivery.findAll({ order: [['createdAt', 'ASC']] });
+  const events = await db.sequelize.query<{ id: string; body: string }>('SELECT id, body FROM webhook_events WHERE id = ANY($1::text[])', {
+    bind: [rows.map((row) => row.eventId).filter((id) => id !== null)],
+    type: QueryTypes.SELECT,
+  });
+  const bodies = new Map(events.map((event) => [event.id, event.body]));
+  return rows.map((row) => Object.assign(row, { body: row.body ?? bodies.get(row.eventId ?? '') ?? '' }) as typeof row & { body: string });
 }

@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * The endpoint actions that ask something first: recover failed deliveries since a time
- * (`POST /api/v1/endpoints/{id}/recover`), rotate the signing secret
+ * (`POST /api/v1/endpoints/{id}/recover`), replay past events it never got
+ * (`POST /api/v1/endpoints/{id}/replay`), rotate the signing secret
  * (`POST /api/v1/endpoints/{id}/rotate-secret`), whose new secret is shown once, and edit the
  * endpoint's controls (`PATCH /api/v1/endpoints/{id}`: headers, ordering, rate limit).
  */
@@ -17,22 +18,49 @@ const DAY_MS = 24 * 3600_000;
  * @param {() => Promise<void>} afterRecover reloads what the recovery changed
  */
 export function openRecover(endpoint, afterRecover) {
+  openSince('recover-dialog', endpoint, 'recover', DAY_MS, afterRecover, (count) =>
+    count === 0
+      ? `No failed deliveries to endpoint #${endpoint.id} since then.`
+      : `${count} failed ${count === 1 ? 'delivery' : 'deliveries'} to endpoint #${endpoint.id} queued again.`,
+  );
+}
+
+/**
+ * @param {any} endpoint
+ * @param {() => Promise<void>} afterReplay reloads the deliveries the replay made
+ */
+export function openReplay(endpoint, afterReplay) {
+  openSince('replay-dialog', endpoint, 'replay', DAY_MS, afterReplay, (count) =>
+    count === 0
+      ? `Endpoint #${endpoint.id} already has every event since then.`
+      : `${count} past ${count === 1 ? 'event' : 'events'} queued for endpoint #${endpoint.id}, oldest first.`,
+  );
+}
+
+/**
+ * A dialog that asks for a time and posts `{since}` to `/endpoints/{id}/<action>`, whose
+ * answer is `{count}`.
+ *
+ * @param {string} dialogId
+ * @param {any} endpoint
+ * @param {'recover' | 'replay'} action
+ * @param {number} backMs how far back the time starts, ms
+ * @param {() => Promise<void>} after
+ * @param {(count: number) => string} notice
+ */
+function openSince(dialogId, endpoint, action, backMs, after, notice) {
   clearMessages();
-  const dialog = /** @type {HTMLDialogElement} */ (byId('recover-dialog'));
+  const dialog = /** @type {HTMLDialogElement} */ (byId(dialogId));
   const since = /** @type {HTMLInputElement} */ (dialog.querySelector('[name="since"]'));
-  since.value = isoToLocalInput(new Date(Date.now() - DAY_MS));
+  since.value = isoToLocalInput(new Date(Date.now() - backMs));
   setTarget(dialog, endpoint);
   onConfirm(dialog, async () => {
     const iso = localInputToIso(since.value);
-    if (!iso) throw new ApiError(0, 'Pick the time to recover from.');
-    const { count } = await api('POST', `/endpoints/${encodeURIComponent(endpoint.id)}/recover`, { since: iso });
+    if (!iso) throw new ApiError(0, `Pick the time to ${action} from.`);
+    const { count } = await api('POST', `/endpoints/${encodeURIComponent(endpoint.id)}/${action}`, { since: iso });
     dialog.close();
-    showNotice(
-      count === 0
-        ? `No failed deliveries to endpoint #${endpoint.id} since then.`
-        : `${count} failed ${count === 1 ? 'delivery' : 'deliveries'} to endpoint #${endpoint.id} queued again.`,
-    );
-    await afterRecover();
+    showNotice(notice(count));
+    await after();
   });
   dialog.showModal();
 }

@@ -1,13 +1,13 @@
 // @ts-check
 /**
  * Endpoints: the paged list (`GET /api/v1/endpoints`) with each one's health
- * (`GET /api/v1/endpoints/{id}/stats`) and its actions: deliveries, test, recover, rotate
+ * (`GET /api/v1/endpoints/{id}/stats`) and its actions: deliveries, test, recover, replay, rotate
  * secret, controls (headers, ordering, rate limit), enable and disable.
  */
 import { query } from './api.js';
 import { byId, h, replace, time } from './dom.js';
 import { filterByEndpoint, loadDeliveries, openDelivery } from './deliveries.js';
-import { openControls, openRecover, openRotate } from './endpoint-dialogs.js';
+import { openControls, openRecover, openReplay, openRotate } from './endpoint-dialogs.js';
 import { clearMessages, inlineError, showError, showNotice } from './messages.js';
 import { api } from './session.js';
 import { badge, button, currentCursor, firstPage, formatMs, formatPercent, renderPager } from './widgets.js';
@@ -85,6 +85,9 @@ function endpointRow(endpoint, health) {
       h('div', { class: 'url' }, String(endpoint.url)),
       endpoint.description ? h('div', { class: 'description' }, String(endpoint.description)) : null,
       h('div', { class: 'muted small' }, `#${endpoint.id} · ${events} · ${owner}`),
+      endpoint.signature_scheme === 'ed25519'
+        ? h('div', { class: 'muted small public-key', title: 'Standard Webhooks v1a: the receiver verifies with this public key' }, `ed25519 · ${endpoint.public_key}`)
+        : null,
     ),
     h(
       'td',
@@ -102,6 +105,7 @@ function endpointRow(endpoint, health) {
         button('Deliveries', () => filterByEndpoint(endpoint.id)),
         button('Send test', () => sendTest(endpoint)),
         button('Recover…', () => openRecover(endpoint, loadDeliveries)),
+        button('Replay…', () => openReplay(endpoint, loadDeliveries)),
         button('Rotate secret…', () => openRotate(endpoint)),
         button('Controls…', () => openControls(endpoint, loadEndpoints)),
         endpoint.active

@@ -47,7 +47,14 @@ const orderingSchema = {
   description: '`fifo`: one delivery at a time, in the order the events were made (default `unordered`).',
 } as const;
 
-/** `POST /endpoints` `{url, events?, description?, headers?, ordering?, secret?}`. */
+const signatureSchemeSchema = {
+  type: 'string',
+  enum: ['hmac-sha256', 'ed25519'],
+  description:
+    '`hmac-sha256` (default): X-Signature and Standard Webhooks `v1`. `ed25519`: Standard Webhooks `v1a` asymmetric signatures, no X-Signature; the endpoint gets a key pair and its receiver verifies with the `whpk_` public key. Set on create.',
+} as const;
+
+/** `POST /endpoints` `{url, events?, description?, headers?, ordering?, rate_limit_per_s?, filter?, signature_scheme?, secret?}`. */
 export const createEndpointBody = validatedBy(
   {
     type: 'object',
@@ -61,15 +68,29 @@ export const createEndpointBody = validatedBy(
       ordering: orderingSchema,
       rate_limit_per_s: rateLimitSchema,
       filter: filterSchema,
+      signature_scheme: signatureSchemeSchema,
       secret: {
         type: 'string',
         minLength: 1,
         maxLength: 1024,
-        description: 'Default: `whsec_` + base64 of 32 random bytes.',
+        description:
+          'Default: `whsec_` + base64 of 32 random bytes; for ed25519 a fresh key pair, or your own `whsk_` private key (base64 of the 32-byte seed, or of 64 bytes seed then public key).',
       },
     },
   },
-  Joi.object({ url: url.required(), events, description, headers, ordering, rate_limit_per_s: rateLimitPerS, filter, secret: Joi.string().min(1).max(1024) }).required().unknown(false),
+  Joi.object({
+    url: url.required(),
+    events,
+    description,
+    headers,
+    ordering,
+    rate_limit_per_s: rateLimitPerS,
+    filter,
+    signature_scheme: Joi.string().valid('hmac-sha256', 'ed25519'),
+    secret: Joi.string().min(1).max(1024),
+  })
+    .required()
+    .unknown(false),
 );
 
 /** `PATCH /endpoints/{id}` `{url?, events?, description?, active?, headers?, ordering?}`, at least one. */
@@ -127,6 +148,24 @@ export const recoverBody = validatedBy(
   Joi.object({ since: Joi.date().iso().required() }).required().unknown(false),
 );
 
+/** `POST /endpoints/{id}/replay` (DESIGN §14). */
+export const replayBody = validatedBy(
+  {
+    type: 'object',
+    required: ['since'],
+    additionalProperties: false,
+    properties: {
+      since: {
+        type: 'string',
+        format: 'date-time',
+        description:
+          'ISO 8601: post changes and fan-out events made at or after this that the endpoint would receive now and never got are delivered, oldest first. At most WEBHOOK_RETENTION_DAYS minus one day ago.',
+      },
+    },
+  },
+  Joi.object({ since: Joi.date().iso().required() }).required().unknown(false),
+);
+
 export interface CreateEndpointBody {
   url: string;
   events?: string[];
@@ -135,6 +174,7 @@ export interface CreateEndpointBody {
   ordering?: 'unordered' | 'fifo';
   rate_limit_per_s?: number | null;
   filter?: Record<string, unknown> | null;
+  signature_scheme?: 'hmac-sha256' | 'ed25519';
   secret?: string;
 }
 

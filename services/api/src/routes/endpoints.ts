@@ -8,6 +8,7 @@ import {
   getEndpointStats,
   listEndpoints,
   recoverEndpoint,
+  replayEndpoint,
   rotateEndpointSecret,
   sendTestEvent,
   updateEndpoint,
@@ -21,6 +22,7 @@ import {
   UpdateEndpointBody,
   createEndpointBody,
   recoverBody,
+  replayBody,
   rotateSecretBody,
   updateEndpointBody,
 } from './endpoints-schemas';
@@ -41,6 +43,8 @@ export interface EndpointRoutesOptions {
   queue: WebhookQueue;
   /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
+  /** WEBHOOK_RETENTION_DAYS: how far back a replay may reach. */
+  retentionDays: number;
 }
 
 type IdParams = { Params: { id: string } };
@@ -49,9 +53,9 @@ const TAGS = ['endpoints'];
 /**
  * The endpoint routes of DESIGN §11 under /api/v1, for operators (service keys with the
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
- * change, delete, rotate-secret, test, recover and stats.
+ * change, delete, rotate-secret, test, recover, replay and stats.
  */
-export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, queue, readCircuit }) => {
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, queue, readCircuit, retentionDays }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleOperationsError);
   const deps = { db, queue };
@@ -69,7 +73,10 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
           201: {
             ...endpointObject,
             required: [...endpointObject.required, 'secret'],
-            properties: { ...endpointObject.properties, secret: { type: 'string', description: 'Shown only here and on rotation.' } },
+            properties: {
+              ...endpointObject.properties,
+              secret: { type: 'string', description: 'Shown only here and on rotation; for ed25519 the `whpk_` public key (the private key is never shown).' },
+            },
           },
           ...errorResponses(403),
         },
@@ -77,10 +84,11 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     },
     async (request, reply) => {
       const viewer = visibilityFor(request, 'endpoints:write');
-      const { rate_limit_per_s: rateLimitPerS, ...fields } = request.body;
+      const { rate_limit_per_s: rateLimitPerS, signature_scheme: signatureScheme, ...fields } = request.body;
       const { endpoint, secret } = await createEndpoint(db, {
         ...fields,
         rateLimitPerS,
+        signatureScheme,
         userId: viewer.operator ? null : viewer.userId,
       });
       return reply.code(201).send({ ...endpoint, secret });
@@ -171,7 +179,11 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
         params: endpointParams,
         body: rotateSecretBody,
         response: {
-          200: { type: 'object', required: ['secret'], properties: { secret: { type: 'string' } } },
+          200: {
+            type: 'object',
+            required: ['secret'],
+            properties: { secret: { type: 'string', description: 'The new secret; for ed25519 the new `whpk_` public key.' } },
+          },
           ...errorResponses(403, 404),
         },
       },
@@ -220,6 +232,29 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     },
     async (request, reply) => {
       const count = await recoverEndpoint(deps, endpointIdOf(request.params.id), visibilityFor(request, 'webhooks:send'), request.body.since);
+      return reply.code(202).send({ count });
+    },
+  );
+
+  app.post<IdParams & { Body: { since: Date } }>(
+    '/endpoints/:id/replay',
+    {
+      preValidation: operatorOrUser('webhooks:send'),
+      schema: {
+        tags: TAGS,
+        summary: 'Deliver the past events this endpoint would receive now and never got (at most 10,000 per call)',
+        security: SECURITY,
+        params: endpointParams,
+        body: replayBody,
+        response: {
+          202: { type: 'object', required: ['count'], properties: { count: { type: 'integer', description: 'Deliveries made.' } } },
+          ...errorResponses(400, 403, 404, 409, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const viewer = visibilityFor(request, 'webhooks:send');
+      const count = await replayEndpoint(deps, endpointIdOf(request.params.id), viewer, request.body.since, retentionDays);
       return reply.code(202).send({ count });
     },
   );

@@ -5,6 +5,7 @@ import {
   EventTypeExistsError,
   InvalidCursorError,
   InvalidEndpointError,
+  ReplayWindowError,
   UnknownEventTypeError,
 } from '../../../../shared/operations';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from '../../../../shared/queue';
@@ -26,7 +27,8 @@ export async function handleOperationsError(error: FastifyError): Promise<never>
     error instanceof LogicError ||
     error instanceof InvalidEndpointError ||
     error instanceof UnknownEventTypeError ||
-    error instanceof InvalidCursorError
+    error instanceof InvalidCursorError ||
+    error instanceof ReplayWindowError
   ) {
     throw new ApiError(400, error.message, { cause: error });
   }

@@ -40,7 +40,7 @@ const nullableTime = { type: 'string', format: 'date-time', nullable: true } as 
 /** The endpoint object of DESIGN §11. */
 export const endpointObject = {
   type: 'object',
-  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'filter', 'created_at', 'updated_at'],
+  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'filter', 'signature_scheme', 'public_key', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'integer' },
     url: { type: 'string' },
@@ -62,6 +62,12 @@ export const endpointObject = {
       additionalProperties: true,
       description: 'Matched against each event\'s data before a delivery is made; null: every event.',
     },
+    signature_scheme: {
+      type: 'string',
+      enum: ['hmac-sha256', 'ed25519'],
+      description: '`hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.',
+    },
+    public_key: { ...nullableString, description: 'An ed25519 endpoint\'s `whpk_` public key; null for HMAC.' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
   },
@@ -73,6 +79,7 @@ export const deliveryObject = {
   required: [
     'id',
     'endpoint_id',
+    'event_id',
     'url',
     'event',
     'status',
@@ -86,6 +93,7 @@ export const deliveryObject = {
   properties: {
     id: { type: 'string', description: 'The webhook-id, stable across attempts.' },
     endpoint_id: { type: 'integer', nullable: true, description: 'Null for an ad-hoc send.' },
+    event_id: { ...nullableString, description: 'The event delivered (evt_...), its body stored once; null for a delivery made before events were stored.' },
     url: { type: 'string' },
     event: nullableString,
     status: { type: 'string', enum: ['pending', 'delivering', 'succeeded', 'failed'] },

@@ -11,6 +11,8 @@ export interface OperationsRoutesOptions {
   queue: WebhookQueue;
   /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
+  /** WEBHOOK_RETENTION_DAYS, the reach of a replay. */
+  retentionDays: number;
 }
 
 /** Every route of the operations API (DESIGN §11), mounted under /api/v1 in both layouts. */

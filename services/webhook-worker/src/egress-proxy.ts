@@ -1,0 +1,76 @@
+import type http from 'node:http';
+import { BlockList, isIP } from 'node:net';
+import { HttpProxyAgent } from 'http-proxy-agent';
+import { HttpsProxyAgent } from 'https-proxy-agent';
+
+/** The operator's egress proxy (DESIGN §14: WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY). */
+export interface EgressProxyOptions {
+  /** `http://[user:password@]host:port` of a forward proxy. */
+  url: string;
+  /**
+   * Targets sent directly: `*` (everything), hostnames (`example.com` also covers its
+   * subdomains, as curl reads NO_PROXY; a leading dot is ignored), IP addresses and CIDRs
+   * (matched against a URL's IP-literal host).
+   */
+  noProxy: readonly string[];
+  /** Sockets per proxy, as for direct targets. */
+  maxSockets: number;
+}
+
+export interface EgressProxy {
+  /** True when `url` goes through the proxy, false when WEBHOOK_NO_PROXY sends it directly. */
+  applies(url: URL): boolean;
+  /** Sends http targets to the proxy in absolute form (RFC 9112 §3.2.2). */
+  httpAgent: http.Agent;
+  /** Tunnels https targets through the proxy with CONNECT (RFC 9110 §9.3.6); TLS stays end to end. */
+  httpsAgent: http.Agent;
+  /** The proxy's address without credentials, for logs and errors. */
+  describe(): string;
+  close(): void;
+}
+
+/**
+ * Agents that send deliveries through the operator's forward proxy, and the WEBHOOK_NO_PROXY
+ * rule that keeps some targets direct. The proxy's credentials (`user:password@` in the URL)
+ * go in Proxy-Authorization and never into a log or an attempt's error.
+ *
+ * @throws TypeError for a URL that does not parse (shared/config validates it first)
+ */
+export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
+  const proxyUrl = new URL(options.url);
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets };
+  const httpAgent = new HttpProxyAgent(proxyUrl, agentOptions);
+  const httpsAgent = new HttpsProxyAgent(proxyUrl, agentOptions);
+  const direct = noProxyRule(options.noProxy);
+  return {
+    applies: (url) => !direct(url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase()),
+    httpAgent,
+    httpsAgent,
+    describe: () => proxyUrl.host,
+    close() {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** True for a host WEBHOOK_NO_PROXY sends directly. */
+function noProxyRule(entries: readonly string[]): (host: string) => boolean {
+  const suffixes: string[] = [];
+  const addresses = new BlockList();
+  let everything = false;
+  for (const raw of entries) {
+    const entry = raw.trim().toLowerCase();
+    if (entry === '*') everything = true;
+    const [address, bits] = entry.split('/');
+    const family = isIP(address);
+    if (family !== 0) addresses.addSubnet(address, bits === undefined ? (family === 4 ? 32 : 128) : Number(bits), family === 4 ? 'ipv4' : 'ipv6');
+    else if (entry !== '' && entry !== '*') suffixes.push(entry.replace(/^\./, ''));
+  }
+  return (host) => {
+    if (everything) return true;
+    const family = isIP(host);
+    if (family !== 0) return addresses.check(host, family === 4 ? 'ipv4' : 'ipv6');
+    return suffixes.some((suffix) => host === suffix || host.endsWith(`.${suffix}`));
+  };
+}

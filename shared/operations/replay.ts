@@ -1,0 +1,62 @@
+import { QueryTypes } from 'sequelize';
+import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
+import { gateKeyOf } from '../queue/circuit-breaker';
+import { newIdSql } from '../queue/events';
+import { findVisibleEndpoint } from './endpoints';
+import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';
+import type { Viewer } from './viewer';
+
+/** At most this many events are replayed per call (DESIGN §14). */
+export const REPLAY_LIMIT = 10_000;
+
+const DAY_MS = 86_400_000;
+
+// The endpoint row is locked first, so two replays of one endpoint never both write a
+// delivery for the same event. Matching is the fan-out's own (subscription, ownership,
+// filter, fan-out.ts), applied to the endpoint as it is now.
+const REPLAY = `
+  WITH ep AS (
+    SELECT id, url, user_id, events, filter FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL FOR UPDATE
+  ), chosen AS (
+    SELECT e.id, e.event, e.created_at
+      FROM webhook_events e CROSS JOIN ep
+     WHERE e.kind IN ('post', 'fan-out') AND e.created_at >= $2
+       AND (cardinality(ep.events) = 0 OR e.event = ANY(ep.events))
+       AND (ep.user_id IS NULL OR ep.user_id = e.user_id)
+       AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, e.body::jsonb -> '_data'))
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id)
+     ORDER BY e.created_at, e.id
+     LIMIT $3
+  )
+  INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event, user_id)
+  SELECT ${newIdSql('msg_')}, c.id, ep.id, ep.url, c.event, ep.user_id
+    FROM chosen c CROSS JOIN ep
+   ORDER BY c.created_at, c.id
+  RETURNING id`;
+
+/**
+ * `POST /endpoints/{id}/replay` (DESIGN §14): every post change or fan-out event made at or
+ * after `since` that the endpoint would receive now (its events, filter and owner) and has no
+ * delivery row of any status for gets one, oldest first, at most {@link REPLAY_LIMIT}. The rows
+ * commit first and are queued after (the outbox relay queues them if Redis goes away between).
+ *
+ * @param since - must lie within the last WEBHOOK_RETENTION_DAYS minus one day
+ * @param retentionDays - WEBHOOK_RETENTION_DAYS
+ * @returns how many deliveries were made
+ * @throws EndpointNotFoundError, EndpointDisabledError (409), ReplayWindowError (400),
+ *   QueueUnavailableError when Redis is away (nothing is written then)
+ */
+export async function replayEndpoint(deps: DeliveryDeps, endpointId: number, viewer: Viewer, since: Date, retentionDays: number): Promise<number> {
+  if (since.getTime() < Date.now() - (retentionDays - 1) * DAY_MS) throw new ReplayWindowError(retentionDays);
+  const endpoint = await findVisibleEndpoint(deps.db, endpointId, viewer);
+  if (!endpoint) throw new EndpointNotFoundError(endpointId);
+  if (!endpoint.active) throw new EndpointDisabledError(endpointId);
+  if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
+  const rows = await deps.db.sequelize.transaction((transaction) =>
+    deps.db.sequelize.query<{ id: string }>(REPLAY, { bind: [endpointId, since, REPLAY_LIMIT], type: QueryTypes.SELECT, transaction }),
+  );
+  const gate = gateKeyOf({ endpointId, url: '' });
+  const jobs: DeliveryJob[] = rows.map((row) => ({ deliveryId: row.id, gate }));
+  if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
+  return jobs.length;
+}
