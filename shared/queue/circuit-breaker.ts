@@ -165,8 +165,9 @@ local function park(parked, token)
   redis.call('ZADD', parked, now, token)
   redis.call('PEXPIRE', parked, parkedTtl)
 end
--- The attempts a rate-limited gate started in the last second: a job late for its slot may
--- still go while that second has room (the limit plus half its burst), else it takes a new slot.
+-- The attempts a rate-limited gate started in the last second (recorded as each request
+-- leaves, shared/queue/rate-limit.ts): a job late for its slot may still go while that second
+-- has room (the limit plus half its burst), else it takes a new slot.
 local function startedInWindow(starts, limit)
   redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - 1000)
   return redis.call('ZCARD', starts) < limit + math.floor(math.ceil(limit / 10) / 2)
@@ -201,10 +202,6 @@ local function acquire(circuit, leases, parked, rate, starts, token, holdsSlot)
   redis.call('ZADD', leases, now + ttl, token)
   redis.call('PEXPIRE', leases, ttl)
   if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
-  if rated > 0 then
-    redis.call('ZADD', starts, now, token)
-    redis.call('PEXPIRE', starts, 2000)
-  end
   return {0, rated, probe}
 end
 local out = {}

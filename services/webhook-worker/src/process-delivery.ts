@@ -237,6 +237,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
           return await waitForRateSlot(job, token, gateKey, waitMs, delivery.rateLimitPerS, log);
         }
       }
+      if (delivery.rateLimitPerS !== null) await startWithinLimit(gateKey, jobId, delivery.rateLimitPerS);
       const outcome = await send(delivery, log);
       verdict = outcome.verdict;
       if (outcome.retryAt === null) return await wakeNextInLine(delivery, log);
@@ -251,6 +252,16 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       return await postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
     } finally {
       if (leased) await releaseLease(leased, jobId, verdict, log);
+    }
+  }
+
+  /**
+   * Waits, holding the claim, until the endpoint's last second has room for one more attempt,
+   * and records it: never more than the limit leave in any one second, across all workers.
+   */
+  async function startWithinLimit(gateKey: string, jobId: string, limitPerS: number): Promise<void> {
+    for (let waitMs = await rateLimiter.start(gateKey, jobId, limitPerS); waitMs > 0; waitMs = await rateLimiter.start(gateKey, jobId, limitPerS)) {
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
 
