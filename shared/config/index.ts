@@ -50,6 +50,17 @@ export interface Config {
    * against the resolved address) that may be private even with the SSRF guard on.
    */
   webhookPrivateAllowlist: string[];
+  /**
+   * `http://[user:password@]host:port` of the forward proxy every delivery leaves through
+   * (WEBHOOK_PROXY_URL, DESIGN §14); undefined = deliveries connect directly. It holds the
+   * proxy's credentials: log {@link Config} fields one by one, never this one whole.
+   */
+  webhookProxyUrl?: string;
+  /**
+   * Targets sent directly despite the proxy (WEBHOOK_NO_PROXY, lower case): `*`, hostnames
+   * (a name covers its subdomains; a leading dot is dropped), IP addresses and CIDRs.
+   */
+  webhookNoProxy: string[];
   /** Attempts in flight to one endpoint (ad-hoc: one URL origin) across all workers. */
   webhookEndpointConcurrency: number;
   /** Consecutive failed attempts that open an endpoint's circuit. */
@@ -115,6 +126,8 @@ const schema = Joi.object({
   ADMIN_USER: Joi.string(),
   ADMIN_PASSWORD: Joi.string(),
   WEBHOOK_PRIVATE_ALLOWLIST: Joi.string().custom(parseAllowlist),
+  WEBHOOK_PROXY_URL: Joi.string().custom(parseProxyUrl),
+  WEBHOOK_NO_PROXY: Joi.string().custom(parseNoProxy),
   WEBHOOK_ENDPOINT_CONCURRENCY: Joi.number().integer().min(1).max(1000).default(10),
   WEBHOOK_BREAKER_FAILURES: Joi.number().integer().min(1).default(5),
   WEBHOOK_DISABLE_AFTER_S: Joi.number().integer().min(1).default(432000),
@@ -200,6 +213,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     adminUser: value.ADMIN_USER,
     adminPassword: value.ADMIN_PASSWORD,
     webhookPrivateAllowlist: value.WEBHOOK_PRIVATE_ALLOWLIST ?? [],
+    webhookProxyUrl: value.WEBHOOK_PROXY_URL,
+    webhookNoProxy: value.WEBHOOK_NO_PROXY ?? [],
     webhookEndpointConcurrency: value.WEBHOOK_ENDPOINT_CONCURRENCY,
     webhookBreakerFailures: value.WEBHOOK_BREAKER_FAILURES,
     webhookDisableAfterS: value.WEBHOOK_DISABLE_AFTER_S,
@@ -250,15 +265,56 @@ function parseAllowlist(raw: string): string[] {
   const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
   for (const entry of entries) {
     if (entry.includes('/')) {
-      const [address, bits] = entry.split('/');
-      const family = isIP(address);
-      const max = family === 4 ? 32 : 128;
-      if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new Error(`${entry} is not a CIDR`);
+      if (!isCidr(entry)) throw new Error(`${entry} is not a CIDR`);
     } else if (!HOSTNAME.test(entry) && isIP(entry) === 0) {
       throw new Error(`${entry} is neither a hostname nor a CIDR`);
     }
   }
   return entries.map((entry) => entry.toLowerCase());
+}
+
+/** True for `a.b.c.d/n` (n at most 32) or `x::/n` (n at most 128). */
+function isCidr(entry: string): boolean {
+  const [address, bits] = entry.split('/');
+  const family = isIP(address);
+  return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * WEBHOOK_PROXY_URL: an `http://` forward proxy, `http://[user:password@]host[:port]` (port 80
+ * when absent), nothing after the authority. https targets still get end-to-end TLS, tunnelled
+ * with CONNECT; TLS to the proxy itself (`https://`) and SOCKS are not offered. The messages
+ * never repeat the value, which may hold a password.
+ */
+function parseProxyUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('it is not a URL; expected http://[user:password@]host:port');
+  }
+  if (url.protocol !== 'http:') throw new Error('it must be an http:// URL (https:// and socks proxies are not supported)');
+  if (url.hostname === '') throw new Error('it has no host');
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '') throw new Error('it must not have a path, query or fragment');
+  return url.href.replace(/\/$/, '');
+}
+
+/**
+ * WEBHOOK_NO_PROXY: comma-separated entries as curl reads NO_PROXY: `*`, hostnames (with or
+ * without a leading dot; a name covers its subdomains), IP addresses and CIDRs. Ports are not
+ * part of an entry.
+ */
+function parseNoProxy(raw: string): string[] {
+  const entries = raw.split(',').map((entry) => entry.trim().toLowerCase()).filter(Boolean);
+  for (const entry of entries) {
+    if (entry === '*') continue;
+    if (entry.includes('/')) {
+      if (!isCidr(entry)) throw new Error(`${entry} is not a CIDR`);
+    } else if (!HOSTNAME.test(entry.replace(/^\./, '')) && isIP(entry) === 0) {
+      throw new Error(`${entry} is neither *, a hostname, an IP address nor a CIDR`);
+    }
+  }
+  return entries;
 }
 
 /** REDIS_CLUSTER_NODES: comma-separated `host:port` seeds. */

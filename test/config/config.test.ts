@@ -1,5 +1,16 @@
 import { ConfigError, loadConfig } from '../../shared/config';
 
+/** The message of the ConfigError that loadConfig throws for `env`, as a process prints it at start. */
+function startupError(env: NodeJS.ProcessEnv): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+  throw new Error('loadConfig accepted the environment');
+}
+
 describe('configuration (DESIGN §2)', () => {
   it('when nothing is set, then the DESIGN defaults apply and each dev default secret is warned about', () => {
     const config = loadConfig({}, 'api');
@@ -50,6 +61,36 @@ describe('configuration (DESIGN §2)', () => {
       RECEIVER_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
     });
     expect(config).toMatchObject({ webhookBlockPrivate: true, warnings: [] });
+  });
+
+  it('when WEBHOOK_PROXY_URL and WEBHOOK_NO_PROXY are set, then the proxy URL is kept with its credentials and the entries are lower-cased', () => {
+    const config = loadConfig({ WEBHOOK_PROXY_URL: 'http://egress:p%40ss@Proxy.Internal:3128/', WEBHOOK_NO_PROXY: ' .Internal.Example, 10.0.0.0/8 ,fd00::1,*' });
+
+    expect(config.webhookProxyUrl).toBe('http://egress:p%40ss@proxy.internal:3128');
+    expect(config.webhookNoProxy).toEqual(['.internal.example', '10.0.0.0/8', 'fd00::1', '*']);
+    expect(loadConfig({})).toMatchObject({ webhookProxyUrl: undefined, webhookNoProxy: [] });
+  });
+
+  it.each([
+    ['https://proxy.internal:3128', 'it must be an http:// URL (https:// and socks proxies are not supported)'],
+    ['socks5://proxy.internal:1080', 'it must be an http:// URL (https:// and socks proxies are not supported)'],
+    ['proxy.internal:3128', 'it must be an http:// URL (https:// and socks proxies are not supported)'],
+    ['http//proxy', 'it is not a URL; expected http://[user:password@]host:port'],
+    ['http://egress:hunter22@proxy.internal:3128/route', 'it must not have a path, query or fragment'],
+  ])('when WEBHOOK_PROXY_URL is %j, then start-up fails naming it, and the message never repeats a password', (value, reason) => {
+    expect(startupError({ WEBHOOK_PROXY_URL: value })).toBe(
+      `Invalid environment variable WEBHOOK_PROXY_URL: "WEBHOOK_PROXY_URL" failed custom validation because ${reason}`,
+    );
+  });
+
+  it.each([
+    ['hooks.example:8443', 'hooks.example:8443 is neither *, a hostname, an IP address nor a CIDR'],
+    ['10.0.0.0/33', '10.0.0.0/33 is not a CIDR'],
+    ['internal.example, under_score.example', 'under_score.example is neither *, a hostname, an IP address nor a CIDR'],
+  ])('when WEBHOOK_NO_PROXY is %j, then start-up fails naming it and the bad entry', (value, reason) => {
+    expect(startupError({ WEBHOOK_NO_PROXY: value })).toBe(
+      `Invalid environment variable WEBHOOK_NO_PROXY: "WEBHOOK_NO_PROXY" failed custom validation because ${reason}`,
+    );
   });
 
   it('when a variable is set but empty, as compose files leave them, then its default applies', () => {
