@@ -1,4 +1,5 @@
 import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 /** One request as the server saw it. */
@@ -34,7 +35,7 @@ export interface ReplyPlan {
 
 /** A real HTTP server on 127.0.0.1 with a free port that records every request. */
 export interface RecordingServer {
-  /** `http://127.0.0.1:<port>`, without a trailing slash. */
+  /** `http://127.0.0.1:<port>` (`https://` with TLS), without a trailing slash. */
   readonly url: string;
   readonly port: number;
   /** Every request so far, oldest first. */
@@ -51,6 +52,12 @@ export interface RecordingServer {
   close(): Promise<void>;
 }
 
+/** How the server listens. */
+export interface RecordingServerOptions {
+  /** Serve HTTPS with this PEM key and certificate (for example `TEST_TLS` of tls-fixture.ts). */
+  tls?: { key: string; cert: string };
+}
+
 /**
  * Starts a {@link RecordingServer}.
  *
@@ -61,14 +68,14 @@ export interface RecordingServer {
  * expect(server.requests[0].body.toString()).toBe('...');
  * await server.close();
  */
-export async function startRecordingServer(initial: ReplyPlan = {}): Promise<RecordingServer> {
+export async function startRecordingServer(initial: ReplyPlan = {}, options: RecordingServerOptions = {}): Promise<RecordingServer> {
   const requests: RecordedRequest[] = [];
   const queued: ReplyPlan[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const waiters = new Set<() => void>();
   let fallback: ReplyPlan | ((request: RecordedRequest) => ReplyPlan) = initial;
 
-  const server: Server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -82,12 +89,13 @@ export async function startRecordingServer(initial: ReplyPlan = {}): Promise<Rec
       timers.add(timer);
       for (const wake of waiters) wake();
     });
-  });
+  };
+  const server: Server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
     requests,
     setReply(plan) {

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
+import { EgressProxy, createEgressProxy } from './egress-proxy';
 import { AttemptTimeoutError, BlockedTargetError } from './errors';
 import { AttemptOutcome, parseRetryAfter } from './retry-policy';
 import { createSsrfGuard } from './ssrf-guard';
@@ -47,12 +48,19 @@ export interface HttpSenderOptions {
   logger?: { warn(details: object, message: string): void };
   /** Sockets per target origin; the worker's concurrency is a sensible value. */
   maxSockets: number;
+  /**
+   * The operator's forward proxy, `http://[user:password@]host:port` (WEBHOOK_PROXY_URL,
+   * `config.webhookProxyUrl`); default none: every target is connected to directly.
+   */
+  proxyUrl?: string;
+  /** Targets sent directly despite the proxy (WEBHOOK_NO_PROXY, `config.webhookNoProxy`); default none. */
+  noProxy?: readonly string[];
 }
 
 export interface HttpSender {
   /** Sends once (plus axios-retry's quick transport retries); never throws. */
   send(request: OutgoingRequest): Promise<SendResult>;
-  /** Drops the pooled keep-alive sockets. */
+  /** Drops the pooled keep-alive sockets, the proxy's included. */
   close(): void;
 }
 
@@ -65,6 +73,11 @@ const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
  * no proxy from the environment, every status accepted as an answer, and axios-retry only
  * for connection reset or refused, twice, 100 ms apart (its default condition would retry
  * other things and never a POST on 5xx; the schedule owns those).
+ *
+ * With `proxyUrl`, targets outside `noProxy` go through the forward proxy (DESIGN §14): http
+ * ones in absolute form, https ones tunnelled with CONNECT. The SSRF guard then resolves and
+ * checks the target itself before anything is written to the proxy, since the connection it
+ * would otherwise check is the one to the proxy, which the operator chose and which is exempt.
  */
 export function createHttpSender(options: HttpSenderOptions): HttpSender {
   const guard = createSsrfGuard(options.privateAllowlist ?? []);
@@ -75,6 +88,10 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
   };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
+  const proxy =
+    options.proxyUrl === undefined
+      ? undefined
+      : createEgressProxy({ url: options.proxyUrl, noProxy: options.noProxy ?? [], maxSockets: options.maxSockets });
   const client = axios.create({
     httpAgent,
     httpsAgent,
@@ -96,14 +113,21 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
       const timer = setTimeout(() => controller.abort(new AttemptTimeoutError(options.timeoutMs)), options.timeoutMs);
       let statusCode: number | null = null;
       let retryAfterMs: number | null = null;
+      let via: EgressProxy | undefined;
       try {
-        if (options.blockPrivate) guard.assertLiteralTargetAllowed(new URL(request.url));
+        const target = new URL(request.url);
+        via = proxy?.applies(target) ? proxy : undefined;
+        if (options.blockPrivate) {
+          guard.assertLiteralTargetAllowed(target);
+          if (via) await abortable(guard.assertResolvedTargetAllowed(target), controller.signal);
+        }
         const response = await client.request<Readable>({
           url: request.url,
           method: request.method,
           data: request.body,
           headers: request.headers,
           signal: controller.signal,
+          ...(via ? { httpAgent: via.httpAgent, httpsAgent: via.httpsAgent } : {}),
         });
         statusCode = response.status;
         const retryAfter = response.headers['retry-after'];
@@ -119,7 +143,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
           retryAfterMs,
           timedOut,
           blocked: blocked !== undefined,
-          error: timedOut ? `timeout: ${(controller.signal.reason as Error).message}` : describe(blocked ?? error, request.url),
+          error: timedOut ? `timeout: ${(controller.signal.reason as Error).message}` : describe(blocked ?? error, request.url, via !== undefined),
           response: null,
           durationMs: elapsed(started),
         };
@@ -130,6 +154,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();
+      proxy?.close();
     },
   };
 }
@@ -146,6 +171,24 @@ function readExcerpt(stream: Readable, limit: number): Promise<string> {
     });
     stream.once('end', () => resolve(Buffer.concat(chunks).subarray(0, limit).toString('utf8')));
     stream.once('error', reject);
+  });
+}
+
+/** Settles as `work` does, or rejects with the signal's reason once it aborts (a DNS lookup cannot be cancelled). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
   });
 }
 
@@ -171,13 +214,16 @@ interface SystemError extends Error {
 /**
  * The reason stored for users to read: the transport error with the URL's host in place of
  * the address it resolved to (`ECONNREFUSED: connect ECONNREFUSED receiver:3002`), so the
- * internal layout behind a name never shows (DESIGN §6).
+ * internal layout behind a name never shows (DESIGN §6). Through the egress proxy the only
+ * socket is the proxy's, so its errors say `egress proxy` and name neither its address nor
+ * its credentials (`ECONNREFUSED: connect ECONNREFUSED egress proxy`).
  */
-function describe(error: unknown, url: string): string {
+function describe(error: unknown, url: string, proxied: boolean): string {
   if (error instanceof BlockedTargetError) return error.message;
   const system = findSystemError(error);
   if (system) {
     if (system.address === undefined) return `${system.code}: ${system.message}`;
+    if (proxied) return `${system.code}: ${system.syscall} ${system.code} egress proxy`;
     const port = system.port === undefined ? '' : `:${system.port}`;
     return `${system.code}: ${system.syscall} ${system.code} ${new URL(url).hostname}${port}`;
   }

@@ -55,8 +55,13 @@ async function main(): Promise<void> {
 
   worker
     .waitUntilReady()
-    .then(() => logger.info({ concurrency: config.workerConcurrency, queue: 'webhooks' }, 'webhook worker ready'))
+    .then(() => logger.info({ concurrency: config.workerConcurrency, queue: 'webhooks', egressProxy: describeProxy(config) }, 'webhook worker ready'))
     .catch((error) => logger.error({ err: error }, 'webhook worker could not connect to Redis'));
+}
+
+/** WEBHOOK_PROXY_URL's host and port for the log, without its credentials; null when none is set. */
+function describeProxy(config: { webhookProxyUrl?: string }): string | null {
+  return config.webhookProxyUrl === undefined ? null : new URL(config.webhookProxyUrl).host;
 }
 
 main().catch((error) => {

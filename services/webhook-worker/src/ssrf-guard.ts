@@ -164,6 +164,14 @@ export interface SsrfGuard {
    * included). A listed hostname is resolved without the check.
    */
   lookup: GuardedLookup;
+  /**
+   * Resolves the URL's host as {@link lookup} does and refuses it on the same terms, before a
+   * request goes to the egress proxy (DESIGN §14): a proxy agent connects to the proxy only,
+   * so no lookup of the target's name would otherwise happen here. The proxy resolves the name
+   * again; a proxy doing its own egress checks closes that gap.
+   * @throws BlockedTargetError; the resolver's own error (ENOTFOUND and the like) as it came
+   */
+  assertResolvedTargetAllowed(url: URL): Promise<void>;
 }
 
 /**
@@ -174,6 +182,22 @@ export function createSsrfGuard(allowlist: readonly string[] = []): SsrfGuard {
   const allowed = createPrivateAllowlist(allowlist);
   const refused = (address: string) => isNonPublicAddress(address) && !allowed.allowsAddress(address);
 
+  const lookup: GuardedLookup = (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) {
+        callback(error, options.all ? [] : '');
+        return;
+      }
+      const blocked = allowed.allowsHost(hostname) ? undefined : addresses.find((entry) => refused(entry.address));
+      if (blocked) {
+        callback(new BlockedTargetError(hostname, blocked.address), options.all ? [] : '');
+        return;
+      }
+      if (options.all) callback(null, addresses);
+      else callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+
   return {
     assertLiteralTargetAllowed(url) {
       const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -181,20 +205,11 @@ export function createSsrfGuard(allowlist: readonly string[] = []): SsrfGuard {
       if (refused(host)) throw new BlockedTargetError(url.hostname, host);
     },
 
-    lookup(hostname, options, callback) {
-      dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-        if (error) {
-          callback(error, options.all ? [] : '');
-          return;
-        }
-        const blocked = allowed.allowsHost(hostname) ? undefined : addresses.find((entry) => refused(entry.address));
-        if (blocked) {
-          callback(new BlockedTargetError(hostname, blocked.address), options.all ? [] : '');
-          return;
-        }
-        if (options.all) callback(null, addresses);
-        else callback(null, addresses[0].address, addresses[0].family);
-      });
+    lookup,
+
+    assertResolvedTargetAllowed(url) {
+      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+      return new Promise((resolve, reject) => lookup(host, { all: true }, (error) => (error ? reject(error) : resolve())));
     },
   };
 }

@@ -82,10 +82,11 @@ const LEASE_MARGIN_MS = 10_000;
 /**
  * Starts a BullMQ worker on the `webhooks` queue with a `worker`-role connection
  * (`maxRetriesPerRequest: null`), WORKER_CONCURRENCY jobs at once, WORKER_LOCK_DURATION_MS
- * locks (the stalled check runs as often), one keep-alive HTTP client shared by every job,
- * and the connection watchdog. A `client`-role connection carries the endpoint gate (cap and
- * circuit breaker), the queue for the worker's own `endpoint.disabled` notices, and the
- * outbox relay (revival after a Redis loss).
+ * locks (the stalled check runs as often), one keep-alive HTTP client shared by every job
+ * (through WEBHOOK_PROXY_URL when set; closed last), and the connection watchdog. A
+ * `client`-role connection carries the endpoint gate (cap and circuit breaker), the queue for
+ * the worker's own `endpoint.disabled` notices, and the outbox relay (revival after a Redis
+ * loss).
  */
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { config, logger } = options;
@@ -95,6 +96,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     privateAllowlist: config.webhookPrivateAllowlist,
     logger,
     maxSockets: config.workerConcurrency,
+    proxyUrl: config.webhookProxyUrl,
+    noProxy: config.webhookNoProxy,
   });
   const client = createRedis(config, 'client');
   client.on('error', (error) => logger.debug({ err: error }, 'worker client redis connection error'));
