@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type Config, loadConfig } from '../shared/config';
 import { type SendField, WebhookRequest } from '../shared/webhook';
+import { type EgressProxy, createEgressProxy } from '../services/webhook-worker/src/egress-proxy';
 
 const USAGE = `usage: npm run webhook -- send --url URL --event EVENT --data JSON [options]
   --secret S        shared secret (default: derived from APP_KEY and WEBHOOK_SALT)
@@ -24,11 +25,14 @@ export interface CliOutput {
  * `send`: signs one webhook (DESIGN §7) and sends it now. Prints one JSON line
  * `{"id","status","signature","response"}` on success. With `--queue` it enqueues the
  * webhook for the worker instead (`WebhookRequest.enqueue()`, DESIGN §6) and prints
- * `{"id","queued":true}`; the id is the webhook-id the receiver will see.
+ * `{"id","queued":true}`; the id is the webhook-id the receiver will see. Sent now, it leaves
+ * through WEBHOOK_PROXY_URL unless WEBHOOK_NO_PROXY lists the target, with the worker's own
+ * proxy agents (DESIGN §14), so the receiver sees the same egress address either way.
  *
  * @param argv - the arguments after the script name
- * @param env - the environment: the derived secret's APP_KEY and WEBHOOK_SALT, and with
- *   `--queue` DATABASE_URL, REDIS_URL and REDIS_PREFIX
+ * @param env - the environment: the derived secret's APP_KEY and WEBHOOK_SALT, the egress
+ *   proxy's WEBHOOK_PROXY_URL and WEBHOOK_NO_PROXY, and with `--queue` DATABASE_URL,
+ *   REDIS_URL and REDIS_PREFIX
  * @returns the exit code: 0 sent and answered 2xx (or enqueued), 1 sending or enqueueing
  *   failed (e.g. PostgreSQL unreachable), 2 bad usage or input
  */
@@ -84,16 +88,22 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
 
   let config: Config;
   let hook: WebhookRequest;
+  let proxy: EgressProxy | undefined;
   try {
     config = loadConfig(env, 'cli');
     const timeout = values.timeout === undefined ? config.webhookTimeoutMs / 1000 : Number(values.timeout);
+    if (!queued && config.webhookProxyUrl !== undefined) {
+      proxy = createEgressProxy({ url: config.webhookProxyUrl, noProxy: config.webhookNoProxy, maxSockets: 1 });
+    }
+    const agents = proxy?.applies(new URL(url)) ? { http: proxy.httpAgent, https: proxy.httpsAgent } : undefined;
     // The environment given here, not process.env, is where a derived secret comes from.
-    hook = new WebhookRequest(url, values.method ?? 'POST', timeout, { appKey: config.appKey, salt: config.webhookSalt })
+    hook = new WebhookRequest(url, values.method ?? 'POST', timeout, { appKey: config.appKey, salt: config.webhookSalt, agents })
       .setPayload(data)
       .setEvent(event)
       .setAlgo(values.algo ?? 'sha256')
       .sign(values.secret ?? null);
   } catch (error) {
+    proxy?.close();
     output.err(`error: ${(error as Error).message}\n`);
     return 2;
   }
@@ -107,6 +117,9 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
     const status = (error as { status?: number | null }).status ?? null;
     output.err(`${JSON.stringify({ error: name, message, status, id: hook.getWebhookId() })}\n`);
     return name === 'RequestError' ? 1 : 2;
+  } finally {
+    // Its pooled sockets to the proxy end now rather than at the proxy's idle timeout.
+    proxy?.close();
   }
 }
 

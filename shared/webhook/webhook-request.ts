@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import type { AxiosResponse } from 'axios';
 import { loadConfig } from '../config';
 import type { WebhookMethod } from '../queue/deliveries';
@@ -35,6 +36,12 @@ export interface WebhookRequestOptions {
   salt?: string;
   /** Largest answer body `send()` reads, bytes; default {@link DEFAULT_MAX_RESPONSE_BYTES}. */
   maxResponseBytes?: number;
+  /**
+   * Agents `send()` connects with, by the target's scheme, instead of Node's global ones: for
+   * example an egress proxy's (the webhook CLI passes WEBHOOK_PROXY_URL's, DESIGN §14). With
+   * them, proxy variables of the environment (`HTTP_PROXY` and the like) are not read.
+   */
+  agents?: { http: http.Agent; https: http.Agent };
 }
 
 const client = createWebhookHttpClient();
@@ -75,6 +82,8 @@ export class WebhookRequest {
   private webhookId: string | null = null;
   private listening = false;
   private expectedEvent: string | null = null;
+  /** Agents of `send()`: the options', else those of {@link WebhookRequest.setDefaults} at creation. */
+  private readonly agents: WebhookRequestOptions['agents'];
 
   /**
    * @param url - the target, absolute http(s) URL
@@ -91,13 +100,14 @@ export class WebhookRequest {
     private readonly options: WebhookRequestOptions = {},
   ) {
     this.setMethod(method).setTimeout(timeout);
+    this.agents = options.agents ?? WebhookRequest.defaults.agents;
     const maxResponseBytes = options.maxResponseBytes ?? WebhookRequest.defaults.maxResponseBytes;
     if (maxResponseBytes !== undefined) this.setMaxResponseBytes(maxResponseBytes);
   }
 
   /**
-   * Sets the app key, salt and answer size bound of every instance created afterwards, unless
-   * its own options say otherwise.
+   * Sets the app key, salt, answer size bound and agents of every instance created afterwards,
+   * unless its own options say otherwise.
    */
   static setDefaults(options: WebhookRequestOptions): void {
     WebhookRequest.defaults = { ...options };
@@ -309,6 +319,7 @@ export class WebhookRequest {
         data,
         timeout: this.timeoutMs,
         maxContentLength: this.maxResponseBytes,
+        ...(this.agents ? { httpAgent: this.agents.http, httpsAgent: this.agents.https, proxy: false } : {}),
       });
     } catch (error) {
       if (/maxContentLength/.test((error as Error).message)) {

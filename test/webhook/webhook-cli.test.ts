@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { runWebhookCli } from '../../scripts/webhook-cli';
 import { signHex } from '../../shared/webhook';
 import { type TestEnvironment, createTestEnvironment, processEnv } from '../support/environment';
+import { type ForwardProxy, startForwardProxy } from '../support/forward-proxy';
 import { ROOT, freePort } from '../support/processes';
 import { type RecordingServer, startRecordingServer } from '../support/recording-server';
 import { createProducer, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
@@ -67,6 +68,50 @@ describe('npm run webhook -- send', () => {
     const result = await run(['send', '--url', server.url, '--event', 'x.y', '--secret', 's', ...extra]);
     expect(result.code).toBe(2);
     expect(result.err).toMatch(reason);
+    expect(server.requests).toHaveLength(0);
+  });
+});
+
+describe('npm run webhook -- send, with WEBHOOK_PROXY_URL (DESIGN §14)', () => {
+  let proxy: ForwardProxy;
+
+  beforeEach(async () => {
+    proxy = await startForwardProxy({ credentials: 'egress:p@ss' });
+  });
+
+  afterEach(async () => {
+    await proxy.close();
+  });
+
+  const args = () => ['send', '--url', `${server.url}/in`, '--event', 'x.y', '--data', '{"a":1}', '--secret', 's3cret'];
+
+  it('when run as a process, then the webhook leaves through the proxy with its credentials, and the process exits by itself', async () => {
+    const script = path.join(ROOT, 'dist', 'scripts', 'webhook-cli.js');
+    const env = { ...process.env, NODE_ENV: 'test', WEBHOOK_PROXY_URL: `http://egress:p%40ss@127.0.0.1:${proxy.port}` };
+
+    // Anything left open that holds the event loop would keep the process alive until the timeout kills it.
+    const { stdout } = await promisify(execFile)(process.execPath, [script, ...args()], { cwd: ROOT, env, timeout: 15_000 });
+
+    const [request] = server.requests;
+    expect(JSON.parse(stdout)).toMatchObject({ id: request.headers['webhook-id'], status: 200 });
+    expect(request.headers['x-signature']).toBe(signHex(request.body, 's3cret'));
+    expect(proxy.requests).toEqual([{ method: 'POST', target: `${server.url}/in`, proxyAuthorization: `Basic ${Buffer.from('egress:p@ss').toString('base64')}` }]);
+  });
+
+  it('when WEBHOOK_NO_PROXY lists the target, then it is sent directly', async () => {
+    const result = await run(args(), { NODE_ENV: 'test', WEBHOOK_PROXY_URL: proxy.url, WEBHOOK_NO_PROXY: '127.0.0.0/8' });
+
+    expect(result.code).toBe(0);
+    expect(server.requests).toHaveLength(1);
+    expect(proxy.requests).toHaveLength(0);
+  });
+
+  it('when the proxy refuses the credentials, then exit code 1 with its 407, and the credentials are not printed', async () => {
+    const result = await run(args(), { NODE_ENV: 'test', WEBHOOK_PROXY_URL: `http://egress:wrong-pass@127.0.0.1:${proxy.port}` });
+
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.err)).toMatchObject({ error: 'RequestError', status: 407 });
+    expect(result.err + result.out).not.toContain('wrong-pass');
     expect(server.requests).toHaveLength(0);
   });
 });
