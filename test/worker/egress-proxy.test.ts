@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { Config } from '../../shared/config';
+import { createEgressProxy } from '../../services/webhook-worker/src/egress-proxy';
 import { createWebhookWorker } from '../../services/webhook-worker/src/worker';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ForwardProxy, startForwardProxy } from '../support/forward-proxy';
@@ -12,6 +13,33 @@ import { addEndpoint, createProducer, deliveryRows, eventually, Producer, record
 /** The proxy's password as the operator writes it in WEBHOOK_PROXY_URL (`p@ss w0rd`, percent-encoded). */
 const PASSWORD = 'p%40ss%20w0rd';
 const CREDENTIALS = 'egress:p@ss w0rd';
+
+describe('WEBHOOK_NO_PROXY entries', () => {
+  const goesThroughProxy = (noProxy: string[], url: string) => {
+    const proxy = createEgressProxy({ url: 'http://127.0.0.1:9', noProxy, maxSockets: 1 });
+    try {
+      return proxy.applies(new URL(url));
+    } finally {
+      proxy.close();
+    }
+  };
+
+  it.each([
+    [['hooks.example'], 'https://hooks.example/in', false],
+    [['hooks.example'], 'https://eu.HOOKS.example/in', false],
+    [['.hooks.example'], 'https://eu.hooks.example/in', false],
+    [['hooks.example'], 'https://myhooks.example/in', true],
+    [['hooks.example'], 'https://hooks.example.evil.example/in', true],
+    [['10.0.0.0/8'], 'http://10.1.2.3:8080/in', false],
+    [['10.0.0.0/8'], 'http://11.1.2.3/in', true],
+    [['fd00::/8'], 'http://[fd00::5]/in', false],
+    [['192.0.2.7'], 'http://192.0.2.7/in', false],
+    [['*'], 'https://anything.example/in', false],
+    [[], 'https://anything.example/in', true],
+  ])('when WEBHOOK_NO_PROXY is %j, then %s goes through the proxy: %s', (noProxy, url, proxied) => {
+    expect(goesThroughProxy(noProxy, url)).toBe(proxied);
+  });
+});
 
 describe('webhook worker: egress proxy (WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY)', () => {
   let env: TestEnvironment;

@@ -24,8 +24,7 @@ export interface EgressProxy {
   httpAgent: http.Agent;
   /** Tunnels https targets through the proxy with CONNECT (RFC 9110 §9.3.6); TLS stays end to end. */
   httpsAgent: http.Agent;
-  /** The proxy's address without credentials, for logs and errors. */
-  describe(): string;
+  /** Drops both agents' pooled sockets. */
   close(): void;
 }
 
@@ -46,7 +45,6 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     applies: (url) => !direct(url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase()),
     httpAgent,
     httpsAgent,
-    describe: () => proxyUrl.host,
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();
