@@ -41,7 +41,7 @@ const P95 = '#7a94d8';
 
 /** How many pixels of the chart's canvas are exactly `colour` (#rrggbb, opaque): what was drawn. */
 async function pixelsOf(page: Page, chart: string, colour: string): Promise<number> {
-  return page.locator(`${chart} canvas`).evaluate((canvas: HTMLCanvasElement, hex: string) => {
+  return page.locator(`${chart} canvas`).evaluate((canvas, hex) => {
     const [r, g, b] = [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16));
     const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height);
     let count = 0;
