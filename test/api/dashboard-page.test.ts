@@ -70,6 +70,23 @@ describe('the dashboard page', () => {
     expect(traversal.body).not.toContain('buildApp');
   });
 
+  it('when the charting library is fetched, then its module and stylesheet come from the installed package under the same policy, nothing else of it', async () => {
+    const api = await harness.start('b');
+    for (const [file, type] of [
+      ['uPlot.esm.js', 'javascript'],
+      ['uPlot.min.css', 'text/css'],
+    ]) {
+      const res = await api.request({ url: `/dashboard/vendor/uplot/${file}` });
+      expect({ file, status: res.statusCode }).toEqual({ file, status: 200 });
+      expect(res.headers['content-type']).toContain(type);
+      expect(res.headers['content-security-policy']).toContain("style-src 'self'");
+      expect(res.body).toBe(readFileSync(path.join(ROOT, 'node_modules', 'uplot', 'dist', file), 'utf8'));
+    }
+    for (const other of ['uPlot.cjs.js', 'uPlot.d.ts', '..%2fpackage.json', '']) {
+      expect({ other, status: (await api.request({ url: `/dashboard/vendor/uplot/${other}` })).statusCode }).toEqual({ other, status: 404 });
+    }
+  });
+
   it('when the dashboard folder is looked up from the built tree, then it is the one in the sources', () => {
     expect(dashboardDirectory(path.join(ROOT, 'dist', 'services', 'api', 'src', 'plugins'))).toBe(
       path.join(ROOT, 'services', 'api', 'dashboard'),

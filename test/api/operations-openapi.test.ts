@@ -11,6 +11,7 @@ const OPERATIONS: Array<[string, string, number]> = [
   ['post', '/api/v1/endpoints/{id}/test', 202],
   ['post', '/api/v1/endpoints/{id}/recover', 202],
   ['get', '/api/v1/endpoints/{id}/stats', 200],
+  ['get', '/api/v1/stats', 200],
   ['post', '/api/v1/events', 202],
   ['get', '/api/v1/event-types', 200],
   ['post', '/api/v1/event-types', 201],
@@ -49,5 +50,10 @@ describe('OpenAPI document of the operations API', () => {
       expect.arrayContaining(['status', 'event', 'endpoint_id', 'since', 'until', 'limit', 'cursor']),
     );
     expect(document.paths['/api/v1/webhooks/{id}'].get.responses['200'].content['application/json'].schema.properties.attempts).toBeDefined();
+    for (const path of ['/api/v1/endpoints/{id}/stats', '/api/v1/stats']) {
+      expect(document.paths[path].get.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'series', in: 'query', schema: expect.objectContaining({ enum: ['1h', '24h'] }) })]));
+      const series = document.paths[path].get.responses['200'].content['application/json'].schema.properties.series;
+      expect(series.items.required).toEqual(['start', 'succeeded', 'failed', 'retried', 'p50_ms', 'p95_ms']);
+    }
   });
 });

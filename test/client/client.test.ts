@@ -87,6 +87,14 @@ describe('the typed client against the api', () => {
     const late = await client.createEndpoint({ url: 'http://127.0.0.1:9/hooks/late', events: ['post.updated'] });
     expect(await client.replayEndpoint(late.id, since)).toEqual({ count: 1 });
     expect(await client.replayEndpoint(late.id, since)).toEqual({ count: 0 });
+    const stats = await client.getEndpointStats(late.id, '1h');
+    expect(stats).toMatchObject({ attempts_24h: 0, success_rate_24h: null, circuit: 'closed' });
+    expect(stats.series).toHaveLength(60);
+    expect(stats.series?.[59]).toMatchObject({ succeeded: 0, failed: 0, retried: 0, p50_ms: null, p95_ms: null });
+    expect(await client.getEndpointStats(late.id)).not.toHaveProperty('series');
+    const overview = await client.getStats('24h');
+    expect(overview.endpoints).toBeGreaterThanOrEqual(2);
+    expect(overview.series).toHaveLength(24);
     await client.deleteEndpoint(created.id);
     await expect(client.getEndpoint(created.id)).rejects.toMatchObject({ status: 404 });
   });

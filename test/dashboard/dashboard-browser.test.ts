@@ -33,6 +33,22 @@ const HOSTILE_DESCRIPTION = `Flaky peer <img src=x onerror="document.title='owne
 const HOSTILE_RESPONSE = `<html><img src=x onerror="document.title='owned'"><script>document.title='owned'</script>down</html>`;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+// The charts' colours (charts.js): bars by outcome, the p95 latency line.
+const SUCCEEDED = '#1a7f47';
+const FAILED = '#b42318';
+const RETRIED = '#d08a00';
+const P95 = '#7a94d8';
+
+/** How many pixels of the chart's canvas are exactly `colour` (#rrggbb, opaque): what was drawn. */
+async function pixelsOf(page: Page, chart: string, colour: string): Promise<number> {
+  return page.locator(`${chart} canvas`).evaluate((canvas, hex) => {
+    const [r, g, b] = [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16));
+    const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height);
+    let count = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i] === r && data[i + 1] === g && data[i + 2] === b && data[i + 3] === 255) count += 1;
+    return count;
+  }, colour);
+}
 
 /**
  * The dashboard in a real browser (DESIGN §11, issue 11 item 7): the api and a worker as the
@@ -182,6 +198,39 @@ describe('the dashboard in Chromium', () => {
     // The credentials live in this tab's session storage only, never in a cookie or the URL.
     expect(await browser.cookies()).toEqual([]);
     expect(page.url()).toBe(`${apiUrl}/dashboard`);
+
+    // Charts: the overview counts every attempt of the last hour by outcome, as the attempt log
+    // has them: the flaky delivery's last attempt failed, the ones before it were retried.
+    const [{ ok, other }] = (
+      await db.query(
+        `SELECT count(*) FILTER (WHERE status_code BETWEEN 200 AND 299)::int AS ok, count(*) FILTER (WHERE status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)::int AS other FROM webhook_attempts`,
+      )
+    ).rows;
+    const overview = page.locator('#overview-charts');
+    await overview.getByText(`${ok + other} attempts in the last hour`).waitFor();
+    expect(await overview.locator('.chart-summary').textContent()).toBe(`${ok + other} attempts in the last hour: ${ok} succeeded, 1 failed, ${other - 1} retried`);
+    expect(await overview.locator('[data-chart="attempts"] .u-legend').textContent()).toContain('succeeded');
+    for (const colour of [SUCCEEDED, FAILED, RETRIED]) expect({ colour, drawn: (await pixelsOf(page, '#overview-charts [data-chart="attempts"]', colour)) > 20 }).toEqual({ colour, drawn: true });
+    expect(await pixelsOf(page, '#overview-charts [data-chart="latency"]', P95)).toBeGreaterThan(0);
+
+    // One endpoint's charts: the sink's two attempts, both 2xx, and nothing failed drawn.
+    await page.locator(`tr[data-endpoint-id="${endpointId}"]`).getByRole('button', { name: 'Charts' }).click();
+    const single = page.locator(`#endpoint-charts[data-endpoint-id="${endpointId}"]`);
+    await single.getByText('2 attempts in the last hour: 2 succeeded, 0 failed, 0 retried').waitFor();
+    expect(await single.locator('h3').textContent()).toBe(`Endpoint #${endpointId} · ${peer.url}/hooks/posts`);
+    expect(await pixelsOf(page, '#endpoint-charts [data-chart="attempts"]', SUCCEEDED)).toBeGreaterThan(20);
+    expect(await pixelsOf(page, '#endpoint-charts [data-chart="attempts"]', FAILED)).toBe(0);
+    expect(await pixelsOf(page, '#endpoint-charts [data-chart="latency"]', P95)).toBeGreaterThan(0);
+
+    // The last 24 h, by hour, and back.
+    await page.getByRole('button', { name: 'Last 24 h' }).click();
+    await single.getByText('2 attempts in the last 24 hours: 2 succeeded').waitFor();
+    await page.locator('#overview-charts[data-range="24h"]').waitFor();
+    expect(await pixelsOf(page, '#endpoint-charts [data-chart="attempts"]', SUCCEEDED)).toBeGreaterThan(20);
+    expect(await page.getByRole('button', { name: 'Last 24 h' }).getAttribute('aria-pressed')).toBe('true');
+    await page.getByRole('button', { name: 'Last hour' }).click();
+    await single.getByText('2 attempts in the last hour').waitFor();
+    expect(problems).toEqual([]);
 
     const screenshot = process.env.DASHBOARD_SCREENSHOT;
     if (screenshot) {

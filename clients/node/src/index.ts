@@ -27,6 +27,12 @@ export type Endpoint = Answer<'/api/v1/endpoints/{id}', 'get', 200>;
 export type EndpointPage = Answer<'/api/v1/endpoints', 'get', 200>;
 export type RotatedSecret = Answer<'/api/v1/endpoints/{id}/rotate-secret', 'post', 200>;
 export type EventTypes = Answer<'/api/v1/event-types', 'get', 200>;
+/** `GET /api/v1/endpoints/{id}/stats`: an endpoint's health, with `series` when asked for. */
+export type EndpointStats = Answer<'/api/v1/endpoints/{id}/stats', 'get', 200>;
+/** `GET /api/v1/stats`: the health of every endpoint the caller may see, with `series` when asked for. */
+export type OverviewStats = Answer<'/api/v1/stats', 'get', 200>;
+/** `1h`: the last hour by minute (60 intervals); `24h`: the last 24 hours by hour (24 intervals). */
+export type SeriesRange = NonNullable<NonNullable<paths['/api/v1/stats']['get']['parameters']['query']>['series']>;
 
 /** Options of {@link createWebhooksClient}. */
 export interface WebhooksClientOptions {
@@ -90,6 +96,14 @@ export interface WebhooksClient {
    * endpoint would receive now and never got (at most 10,000 a call); resolves with how many.
    */
   replayEndpoint(id: number, since: Date): Promise<{ count: number }>;
+  /**
+   * An endpoint's health over the last 24 h (attempts, success rate, p50/p95 ms, circuit);
+   * with `series`, also its attempts per minute (`1h`) or hour (`24h`), oldest first, by
+   * outcome (succeeded, failed, retried) with their p50/p95 latency.
+   */
+  getEndpointStats(id: number, series?: SeriesRange): Promise<EndpointStats>;
+  /** The same over every endpoint the caller may see (an operator's key: all; a user: their own). */
+  getStats(series?: SeriesRange): Promise<OverviewStats>;
   listEventTypes(): Promise<EventTypes>;
   /** The typed openapi-fetch client underneath, for any other route of the api. */
   readonly api: Client<paths>;
@@ -138,6 +152,8 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
       unwrap(api.POST('/api/v1/endpoints/{id}/rotate-secret', { params: { path: { id } }, body: { overlap_hours: overlapHours } })),
     replayEndpoint: (id, since) =>
       unwrap(api.POST('/api/v1/endpoints/{id}/replay', { params: { path: { id } }, body: { since: since.toISOString() } })),
+    getEndpointStats: (id, series) => unwrap(api.GET('/api/v1/endpoints/{id}/stats', { params: { path: { id }, query: { series } } })),
+    getStats: (series) => unwrap(api.GET('/api/v1/stats', { params: { query: { series } } })),
     listEventTypes: () => unwrap(api.GET('/api/v1/event-types')),
   };
 }

@@ -1103,10 +1103,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An endpoint's health over the last 24 hours */
+        /** An endpoint's health over the last 24 hours; with `?series=1h|24h` its attempts per interval for charts */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Adds `series`: `1h` the last hour by minute (60 intervals), `24h` the last 24 hours by hour (24 intervals). */
+                    series?: "1h" | "24h";
+                };
                 header?: never;
                 path: {
                     id: number;
@@ -1122,6 +1125,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description Attempts of the last 24 h. */
                             attempts_24h: number;
                             /** @enum {string} */
                             circuit: "closed" | "open" | "half_open";
@@ -1130,9 +1134,29 @@ export interface paths {
                             last_failure_at: string | null;
                             /** Format: date-time */
                             last_success_at: string | null;
+                            /** @description Median, over the last 24 h, of the attempts' durations, ms; null without attempts. */
                             p50_ms: number | null;
+                            /** @description 95th percentile, over the last 24 h, of the attempts' durations, ms; null without attempts. */
                             p95_ms: number | null;
-                            /** @description 2xx attempts over all attempts, 0 to 1; null without attempts. */
+                            /** @description With `?series=`: attempts per interval by outcome and their latencies, oldest first, empty intervals included. */
+                            series?: {
+                                /** @description Attempts answered otherwise (or with no answer) that were their delivery's last: the delivery was given up. */
+                                failed: number;
+                                /** @description Median of the attempts' durations, ms; null without attempts. */
+                                p50_ms: number | null;
+                                /** @description 95th percentile of the attempts' durations, ms; null without attempts. */
+                                p95_ms: number | null;
+                                /** @description Attempts answered otherwise (or with no answer) after which their delivery was attempted again or has an attempt to come. */
+                                retried: number;
+                                /**
+                                 * Format: date-time
+                                 * @description Start of the interval (UTC, a whole minute or hour); the last interval is the current one.
+                                 */
+                                start: string;
+                                /** @description Attempts answered 2xx. */
+                                succeeded: number;
+                            }[];
+                            /** @description 2xx attempts over all attempts of the last 24 h, 0 to 1; null without attempts. */
                             success_rate_24h: number | null;
                         };
                     };
@@ -2108,6 +2132,132 @@ export interface paths {
                 };
             };
         };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The health of all your endpoints over the last 24 hours; with `?series=1h|24h` their attempts per interval for charts */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Adds `series`: `1h` the last hour by minute (60 intervals), `24h` the last 24 hours by hour (24 intervals). */
+                    series?: "1h" | "24h";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Attempts to them in the last 24 h. */
+                            attempts_24h: number;
+                            /** @description Endpoints the caller may see (an operator: all; a user: their own). */
+                            endpoints: number;
+                            /** @description Of those, how many are disabled. */
+                            endpoints_disabled: number;
+                            /** @description Median, over the last 24 h, of the attempts' durations, ms; null without attempts. */
+                            p50_ms: number | null;
+                            /** @description 95th percentile, over the last 24 h, of the attempts' durations, ms; null without attempts. */
+                            p95_ms: number | null;
+                            /** @description With `?series=`: attempts per interval by outcome and their latencies, oldest first, empty intervals included. */
+                            series?: {
+                                /** @description Attempts answered otherwise (or with no answer) that were their delivery's last: the delivery was given up. */
+                                failed: number;
+                                /** @description Median of the attempts' durations, ms; null without attempts. */
+                                p50_ms: number | null;
+                                /** @description 95th percentile of the attempts' durations, ms; null without attempts. */
+                                p95_ms: number | null;
+                                /** @description Attempts answered otherwise (or with no answer) after which their delivery was attempted again or has an attempt to come. */
+                                retried: number;
+                                /**
+                                 * Format: date-time
+                                 * @description Start of the interval (UTC, a whole minute or hour); the last interval is the current one.
+                                 */
+                                start: string;
+                                /** @description Attempts answered 2xx. */
+                                succeeded: number;
+                            }[];
+                            /** @description 2xx attempts over all attempts of the last 24 h, 0 to 1; null without attempts. */
+                            success_rate_24h: number | null;
+                        };
+                    };
+                };
+                /** @description Invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description The service key lacks the scope, or a user token on a service-key route */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Rate limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            message?: string;
+                            status?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;

@@ -1,10 +1,11 @@
 // @ts-check
 /**
- * The webhooks dashboard (DESIGN §11): signing in and out, and the views of endpoints.js and
- * deliveries.js, all through the public /api/v1 routes with the signed-in principal's
+ * The webhooks dashboard (DESIGN §11): signing in and out, and the views of charts.js,
+ * endpoints.js and deliveries.js, all through the public /api/v1 routes with the signed-in principal's
  * credentials.
  */
 import { ApiError, clearCredentials, loadCredentials, request, saveCredentials } from './api.js';
+import { initCharts, loadCharts, resetCharts } from './charts.js';
 import { ATTEMPT_LANDED, initDeliveries, loadDeliveries, resetDeliveries } from './deliveries.js';
 import { byId, h, localZone, replace } from './dom.js';
 import { initEndpoints, loadEndpoints, resetEndpoints } from './endpoints.js';
@@ -21,6 +22,7 @@ function showSignIn() {
 function signOut(reason) {
   setSession(null);
   clearCredentials();
+  resetCharts();
   resetEndpoints();
   resetDeliveries();
   clearMessages();
@@ -78,9 +80,10 @@ async function enter(signedIn, catalog) {
   byId('who').hidden = false;
   byId('sign-in').hidden = true;
   byId('app').hidden = false;
+  resetCharts();
   resetEndpoints();
   resetDeliveries();
-  await Promise.all([loadEndpoints(), loadDeliveries(), loadEventNames(signedIn, catalog)]);
+  await Promise.all([loadCharts(), loadEndpoints(), loadDeliveries(), loadEventNames(signedIn, catalog)]);
 }
 
 /**
@@ -107,11 +110,12 @@ function start() {
   form.addEventListener('change', () => toggleKindFields(form));
   byId('sign-out').addEventListener('click', () => signOut());
   byId('error-close').addEventListener('click', () => (byId('error').hidden = true));
+  initCharts();
   initEndpoints();
   initDeliveries();
   onSessionRejected(signOut);
-  // A new attempt changes the endpoint's health.
-  document.addEventListener(ATTEMPT_LANDED, () => loadEndpoints());
+  // A new attempt changes the endpoints' health and charts.
+  document.addEventListener(ATTEMPT_LANDED, () => Promise.all([loadEndpoints(), loadCharts()]));
   const saved = loadCredentials();
   if (saved) enter(saved);
   else showSignIn();

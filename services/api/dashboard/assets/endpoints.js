@@ -2,9 +2,10 @@
 /**
  * Endpoints: the paged list (`GET /api/v1/endpoints`) with each one's health
  * (`GET /api/v1/endpoints/{id}/stats`) and its actions: deliveries, test, recover, replay, rotate
- * secret, controls (headers, ordering, rate limit), enable and disable.
+ * secret, controls (headers, ordering, rate limit), charts, enable and disable.
  */
 import { query } from './api.js';
+import { showEndpointCharts } from './charts.js';
 import { byId, h, replace, time } from './dom.js';
 import { filterByEndpoint, loadDeliveries, openDelivery } from './deliveries.js';
 import { openControls, openRecover, openReplay, openRotate } from './endpoint-dialogs.js';
@@ -103,6 +104,7 @@ function endpointRow(endpoint, health) {
         'div',
         { class: 'actions' },
         button('Deliveries', () => filterByEndpoint(endpoint.id)),
+        button('Charts', () => showEndpointCharts(endpoint)),
         button('Send test', () => sendTest(endpoint)),
         button('Recover…', () => openRecover(endpoint, loadDeliveries)),
         button('Replay…', () => openReplay(endpoint, loadDeliveries)),

@@ -7,6 +7,15 @@ import type { FastifyPluginAsync } from 'fastify';
 export const DASHBOARD_PATH = '/dashboard';
 
 /**
+ * The charting library's files the page loads, served from the installed npm package (a
+ * production dependency, so the image ships it): no CDN, and the same bytes the lockfile pins.
+ * uPlot sizes its elements through the CSSOM (`element.style.width = ...`), which a
+ * `style-src 'self'` policy allows, so the policy needs no inline-style exception.
+ */
+const VENDOR_FILES = ['uPlot.esm.js', 'uPlot.min.css'];
+const VENDOR_PREFIX = `${DASHBOARD_PATH}/vendor/uplot/`;
+
+/**
  * The page runs only its own files and talks only to this origin: no inline script or style,
  * no framing, no form posts elsewhere. API answers are attacker-influenced (endpoint URLs,
  * response excerpts), so the policy backs up the page's rule of rendering them as text only.
@@ -46,7 +55,7 @@ export function dashboardDirectory(from: string = __dirname): string {
 
 /**
  * `GET /dashboard`: the operators' and users' web page over the public API of DESIGN §11,
- * plus its assets at `/dashboard/assets/*`, every answer with a strict Content-Security-Policy.
+ * plus its assets at `/dashboard/assets/*` and the charting library's at `/dashboard/vendor/uplot/*`, every answer with a strict Content-Security-Policy.
  * The page holds no data and needs no authentication; it signs in against /api/v1 itself.
  * Register without a prefix; it is encapsulated, so its headers apply to its routes only.
  */
@@ -65,6 +74,15 @@ export const dashboardPlugin: FastifyPluginAsync<{ directory?: string }> = async
     decorateReply: false,
     index: false,
     // Revalidate by ETag: a new release's page never runs an old script.
+    cacheControl: true,
+    maxAge: 0,
+  });
+  await app.register(fastifyStatic, {
+    root: path.dirname(require.resolve('uplot')),
+    prefix: VENDOR_PREFIX,
+    decorateReply: false,
+    index: false,
+    allowedPath: (pathName) => VENDOR_FILES.includes(pathName.replace(/^\//, '')),
     cacheControl: true,
     maxAge: 0,
   });

@@ -37,6 +37,7 @@ import {
   pageOf,
   pageQuery,
 } from './operations-schemas';
+import { StatsQuery, endpointStatsObject, statsQuery } from './stats-schemas';
 
 export interface EndpointRoutesOptions {
   db: Database;
@@ -53,7 +54,7 @@ const TAGS = ['endpoints'];
 /**
  * The endpoint routes of DESIGN §11 under /api/v1, for operators (service keys with the
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
- * change, delete, rotate-secret, test, recover, replay and stats.
+ * change, delete, rotate-secret, test, recover, replay and stats (with its series for charts).
  */
 export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, queue, readCircuit, retentionDays }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
@@ -259,34 +260,20 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     },
   );
 
-  app.get<IdParams>(
+  app.get<IdParams & { Querystring: StatsQuery }>(
     '/endpoints/:id/stats',
     {
       preValidation: operatorOrUser('endpoints:read'),
       schema: {
         tags: TAGS,
-        summary: "An endpoint's health over the last 24 hours",
+        summary: "An endpoint's health over the last 24 hours; with `?series=1h|24h` its attempts per interval for charts",
         security: SECURITY,
         params: endpointParams,
-        response: {
-          200: {
-            type: 'object',
-            required: ['attempts_24h', 'success_rate_24h', 'p50_ms', 'p95_ms', 'last_success_at', 'last_failure_at', 'circuit', 'disabled_reason'],
-            properties: {
-              attempts_24h: { type: 'integer' },
-              success_rate_24h: { type: 'number', nullable: true, description: '2xx attempts over all attempts, 0 to 1; null without attempts.' },
-              p50_ms: { type: 'integer', nullable: true },
-              p95_ms: { type: 'integer', nullable: true },
-              last_success_at: { type: 'string', format: 'date-time', nullable: true },
-              last_failure_at: { type: 'string', format: 'date-time', nullable: true },
-              circuit: { type: 'string', enum: ['closed', 'open', 'half_open'] },
-              disabled_reason: { type: 'string', nullable: true },
-            },
-          },
-          ...errorResponses(403, 404),
-        },
+        querystring: statsQuery,
+        response: { 200: endpointStatsObject, ...errorResponses(403, 404) },
       },
     },
-    async (request) => getEndpointStats(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:read'), readCircuit),
+    async (request) =>
+      getEndpointStats(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:read'), readCircuit, request.query.series),
   );
 };

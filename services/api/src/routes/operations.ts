@@ -4,6 +4,7 @@ import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
 import type { WebhookQueue } from '../../../../shared/queue';
 import { endpointRoutes } from './endpoints';
 import { eventTypeRoutes } from './event-types';
+import { statsRoutes } from './stats';
 import { webhookRoutes } from './webhooks';
 
 export interface OperationsRoutesOptions {
@@ -20,4 +21,5 @@ export const operationsRoutes: FastifyPluginAsync<OperationsRoutesOptions> = asy
   await app.register(webhookRoutes, { db: options.db, queue: options.queue });
   await app.register(endpointRoutes, options);
   await app.register(eventTypeRoutes, { db: options.db });
+  await app.register(statsRoutes, { db: options.db });
 };

@@ -1,0 +1,32 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Database } from '../../../../shared/db';
+import { getOverviewStats } from '../../../../shared/operations';
+import { visibilityFor } from '../plugins/principal';
+import { joiValidatorCompiler } from '../schemas/joi-validation';
+import { handleOperationsError, operatorOrUser } from './operations-errors';
+import { SECURITY, errorResponses } from './operations-schemas';
+import { StatsQuery, overviewStatsObject, statsQuery } from './stats-schemas';
+
+/**
+ * `GET /api/v1/stats?series=1h|24h` (DESIGN §14): the health of every endpoint the caller may
+ * see, together: an operator's key with `endpoints:read` sees all endpoints, a user their own.
+ */
+export const statsRoutes: FastifyPluginAsync<{ db: Database }> = async (app, { db }) => {
+  app.setValidatorCompiler(joiValidatorCompiler);
+  app.setErrorHandler(handleOperationsError);
+
+  app.get<{ Querystring: StatsQuery }>(
+    '/stats',
+    {
+      preValidation: operatorOrUser('endpoints:read'),
+      schema: {
+        tags: ['endpoints'],
+        summary: 'The health of all your endpoints over the last 24 hours; with `?series=1h|24h` their attempts per interval for charts',
+        security: SECURITY,
+        querystring: statsQuery,
+        response: { 200: overviewStatsObject, ...errorResponses(403) },
+      },
+    },
+    async (request) => getOverviewStats(db, visibilityFor(request, 'endpoints:read'), request.query.series),
+  );
+};
