@@ -55,7 +55,7 @@ async function main(): Promise<void> {
 
   worker
     .waitUntilReady()
-    .then(() => logger.info({ concurrency: config.workerConcurrency, queue: 'webhooks' }, 'webhook worker ready'))
+    .then(() => logger.info({ concurrency: config.workerConcurrency, queue: 'webhooks', partitions: worker.partitions }, 'webhook worker ready'))
     .catch((error) => logger.error({ err: error }, 'webhook worker could not connect to Redis'));
 }
 

@@ -1,0 +1,86 @@
+import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
+import type { WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import type { SlotPool } from './slot-pool';
+
+type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
+
+/**
+ * A BullMQ worker on one queue partition that takes a job only with a slot of the process's
+ * {@link SlotPool}, so all the partitions of a worker process share WORKER_CONCURRENCY (DESIGN
+ * §13). BullMQ's own loop is kept (blocking waits, stalled checks, lock renewal): the slot is
+ * taken where BullMQ moves a job to active, after any blocking wait for work, so an idle
+ * partition waits without holding a slot; a finished job passes its slot to the next job
+ * BullMQ fetches in the same script only while the pool allows it (`mayKeep`), else gives it
+ * back. Its `concurrency` is the pool's size: the pool, not BullMQ, bounds the jobs in hand.
+ *
+ * Why not one worker per partition with a fixed share each: a busy partition would be held to
+ * its share while others idle. Why not a semaphore inside the processor: BullMQ would have
+ * moved the jobs to active already, hoarding them from other workers while they wait.
+ */
+export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName> {
+  /** Tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same token. */
+  private readonly carried = new Set<string>();
+
+  /**
+   * @param name - the partition's queue name (shared/queue/partitions.ts `partitionQueueName`)
+   * @param options - BullMQ worker options; `concurrency` is set to the pool's size
+   */
+  constructor(
+    name: string,
+    processor: Processor<WebhookJobData, void, WebhookJobName>,
+    options: WorkerOptions,
+    private readonly pool: SlotPool,
+  ) {
+    super(name, processor, { ...options, concurrency: pool.size });
+  }
+
+  protected override async moveToActive(token: string, name?: string): Promise<DeliveryJob> {
+    if (this.carried.has(token)) return super.moveToActive(token, name);
+    if (!this.pool.tryTake(this)) {
+      if (this.pool.heldBy(this) > 0) {
+        // Holding jobs: once a slot comes back anywhere (one of ours finishing included), the
+        // loop runs what it holds and asks again. Answering at once would spin BullMQ's loop.
+        await this.pool.changed();
+        return undefined as unknown as DeliveryJob;
+      }
+      // Holding none: waiting here holds nothing up.
+      if (!(await this.pool.take(this))) return undefined as unknown as DeliveryJob;
+    }
+    let job: DeliveryJob | undefined;
+    try {
+      job = await super.moveToActive(token, name);
+    } catch (error) {
+      this.pool.give(this);
+      throw error;
+    }
+    if (!job) {
+      this.pool.give(this);
+      this.pool.satisfied(this);
+    }
+    return job;
+  }
+
+  override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
+    let next: void | DeliveryJob;
+    try {
+      next = await super.processJob(job, token, () => {
+        const keep = fetchNextCallback() && this.pool.mayKeep(this);
+        if (keep) this.carried.add(token);
+        return keep;
+      });
+    } catch (error) {
+      this.carried.delete(token);
+      this.pool.give(this);
+      throw error;
+    }
+    this.carried.delete(token);
+    // The slot goes with the next job when BullMQ fetched one under this token.
+    if (!next) this.pool.give(this);
+    return next;
+  }
+
+  override async close(force = false): Promise<void> {
+    this.pool.leave(this);
+    await super.close(force);
+  }
+}
