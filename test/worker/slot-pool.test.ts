@@ -25,7 +25,7 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
     expect(pool.held).toBe(4);
   });
 
-  it('when two partitions want slots, then the one over its fair share gives its slots back until both hold half', () => {
+  it('when two partitions want slots, then the one over its fair share gives finished jobs slots back until both hold half', () => {
     const pool = createSlotPool(4);
     for (let i = 0; i < 3; i += 1) pool.tryTake(a);
     expect(pool.tryTake(b)).toBe(true);
@@ -34,10 +34,19 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
     // a holds 3 of 4 with b wanting more: a finished job does not pass its slot on.
     expect(pool.mayKeep(a)).toBe(false);
     pool.give(a);
-    expect(pool.tryTake(a)).toBe(false);
     expect(pool.tryTake(b)).toBe(true);
     expect([pool.heldBy(a), pool.heldBy(b)]).toEqual([2, 2]);
     expect(pool.mayKeep(a)).toBe(true);
+    expect(pool.mayKeep(b)).toBe(true);
+  });
+
+  it('when a job finishes or a slot comes back, then a partition waiting for a change hears of it', async () => {
+    const pool = createSlotPool(2);
+    pool.tryTake(a);
+    pool.tryTake(a);
+    const changed = pool.changed();
+    pool.passed(a);
+    await expect(changed).resolves.toBeUndefined();
   });
 
   it('when a partition leaves while it waits, then its wait ends without a slot', async () => {

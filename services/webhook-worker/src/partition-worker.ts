@@ -20,6 +20,8 @@ type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
 export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName> {
   /** Tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same token. */
   private readonly carried = new Set<string>();
+  /** Jobs fetched (with a slot) that BullMQ's loop has not started yet: it fetches several before running any. */
+  private fetched = 0;
 
   /**
    * @param name - the partition's queue name (shared/queue/partitions.ts `partitionQueueName`)
@@ -37,9 +39,12 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
   protected override async moveToActive(token: string, name?: string): Promise<DeliveryJob> {
     if (this.carried.has(token)) return super.moveToActive(token, name);
     if (!this.pool.tryTake(this)) {
+      // Jobs fetched and not started: no job at once, so the loop goes and starts them.
+      if (this.fetched > 0) return undefined as unknown as DeliveryJob;
       if (this.pool.heldBy(this) > 0) {
-        // Holding jobs: once a slot comes back anywhere (one of ours finishing included), the
-        // loop runs what it holds and asks again. Answering at once would spin BullMQ's loop.
+        // Running jobs only: once a job finishes anywhere (one of ours included, whose next job
+        // then waits for this loop), the loop runs what it has and asks again. Answering at
+        // once would spin BullMQ's loop.
         await this.pool.changed();
         return undefined as unknown as DeliveryJob;
       }
@@ -53,7 +58,8 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
       this.pool.give(this);
       throw error;
     }
-    if (!job) {
+    if (job) this.fetched += 1;
+    else {
       this.pool.give(this);
       this.pool.satisfied(this);
     }
@@ -62,6 +68,7 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
 
   override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
     let next: void | DeliveryJob;
+    this.fetched = Math.max(0, this.fetched - 1);
     try {
       next = await super.processJob(job, token, () => {
         const keep = fetchNextCallback() && this.pool.mayKeep(this);
@@ -74,8 +81,12 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
       throw error;
     }
     this.carried.delete(token);
-    // The slot goes with the next job when BullMQ fetched one under this token.
-    if (!next) this.pool.give(this);
+    // The slot goes with the next job when BullMQ fetched one under this token. Either way the
+    // loop may be waiting for a change in moveToActive while this result waits for it.
+    if (next) {
+      this.fetched += 1;
+      this.pool.passed(this);
+    } else this.pool.give(this);
     return next;
   }
 

@@ -2,9 +2,10 @@
  * The WORKER_CONCURRENCY slots of one worker process, shared by its queue partitions (DESIGN
  * §13: one limit across all of them). A job runs only while it holds a slot, so the process
  * never has more than `size` jobs in hand, however many partitions it drains; an idle
- * partition holds none (it waits for work without one), and partitions with work share the
- * slots evenly: one that holds at least its fair share (size / partitions wanting slots) gives
- * a slot back, instead of passing it to its own next job, while another partition wants one.
+ * partition holds none (it waits for work without one). A partition holding none waits in
+ * line and gets the next slot given back; one holding more than its fair share while others
+ * want slots gives a finished job's slot back instead of passing it to its own next job. So
+ * every partition with work holds at least one slot, and the slots drift to an even split.
  */
 export interface SlotPool {
   readonly size: number;
@@ -12,14 +13,16 @@ export interface SlotPool {
   readonly held: number;
   /** Removes a partition: its waits end (false), its slots stay counted until given back. */
   leave(member: object): void;
-  /** Resolves at the next slot given back or partition leaving: a refused partition tries again then. */
+  /**
+   * Resolves at the next job finishing (its slot given back or passed on) or partition leaving:
+   * a refused partition tries again then.
+   */
   changed(): Promise<void>;
   /** Slots `member` holds. */
   heldBy(member: object): number;
   /**
-   * Takes a slot now if one is free and fairness allows it: no other partition waits, and
-   * `member` is under its fair share while other partitions want slots. A refusal marks
-   * `member` as wanting one, which lowers the others' fair share.
+   * Takes a slot now if one is free and no partition waits for one (waiters come first). A
+   * refusal marks `member` as wanting more, which lowers the others' fair share.
    */
   tryTake(member: object): boolean;
   /**
@@ -31,9 +34,15 @@ export interface SlotPool {
   give(member: object): void;
   /**
    * Whether a member's finished job may pass its slot to the member's next job (BullMQ fetches
-   * it in the same script): only while no one waits and the member is within its fair share.
+   * it in the same script): only while no one waits and the member holds at most its fair
+   * share, ceil(size / partitions holding or wanting slots); else the slot is given back.
    */
   mayKeep(member: object): boolean;
+  /**
+   * A member's finished job passed its slot to the member's next job: {@link changed} resolves,
+   * so a partition waiting there (its own loop included) runs the jobs it holds.
+   */
+  passed(member: object): void;
   /** The member found no job: it no longer wants a slot. */
   satisfied(member: object): void;
 }
@@ -61,14 +70,12 @@ export function createSlotPool(size: number): SlotPool {
     held += 1;
     wanting.delete(member);
   };
-  /** Slots per partition that holds or wants some, at least one. */
+  /** Slots per partition that holds or wants some, rounded up. */
   const fairShare = () => {
     const active = new Set<object>(wanting);
     for (const [member, count] of holders) if (count > 0) active.add(member);
-    for (const waiter of waiters) active.add(waiter.member);
-    return Math.max(1, Math.floor(size / Math.max(1, active.size)));
+    return Math.ceil(size / Math.max(1, active.size));
   };
-  const othersWant = (member: object) => waiters.length > 0 || [...wanting].some((other) => other !== member);
 
   return {
     size,
@@ -85,8 +92,8 @@ export function createSlotPool(size: number): SlotPool {
     changed: () => change,
     heldBy,
     tryTake(member) {
-      const fair = !othersWant(member) || (waiters.length === 0 && heldBy(member) < fairShare());
-      if (held < size && fair) {
+      // Waiters hold no slot: a free slot is theirs first.
+      if (held < size && waiters.length === 0) {
         grant(member);
         return true;
       }
@@ -95,7 +102,6 @@ export function createSlotPool(size: number): SlotPool {
     },
     take(member) {
       if (this.tryTake(member)) return Promise.resolve(true);
-      wanting.delete(member);
       return new Promise<boolean>((resolve) => waiters.push({ member, resolve }));
     },
     give(member) {
@@ -109,7 +115,10 @@ export function createSlotPool(size: number): SlotPool {
       signalChange();
     },
     mayKeep(member) {
-      return waiters.length === 0 && (!othersWant(member) || heldBy(member) <= fairShare());
+      return waiters.length === 0 && heldBy(member) <= fairShare();
+    },
+    passed() {
+      signalChange();
     },
     satisfied(member) {
       wanting.delete(member);

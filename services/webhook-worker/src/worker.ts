@@ -245,7 +245,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         refreshing = undefined;
       });
   };
-  refresh();
+  // At once when the connection is (back) up: a fresh one refuses commands until then.
+  client.on('ready', refresh);
+  if (client.status === 'ready') refresh();
   const refresher = setInterval(refresh, PARTITIONS_REFRESH_MS);
   refresher.unref();
   let recreations = 0;
@@ -299,6 +301,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       closing = true;
       clearInterval(watchdog);
       clearInterval(refresher);
+      client.off('ready', refresh);
       await refreshing;
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
