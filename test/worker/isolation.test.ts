@@ -105,7 +105,7 @@ describe('webhook worker: isolation between endpoints (DESIGN §6)', () => {
 
       for (let pid = 1; pid <= 8; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
 
-      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id)) === 'open', 10_000, 'open');
+      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 10_000, 'open');
       // Three deliveries stay pending with no attempt: they wait for the reopening.
       await new Promise((resolve) => setTimeout(resolve, 500));
       const rows = await producer.db.models.WebhookDelivery.findAll();

@@ -40,13 +40,21 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
     expect(pool.mayKeep(b)).toBe(true);
   });
 
-  it('when a job finishes or a slot comes back, then a partition waiting for a change hears of it', async () => {
+  it('when a job passes its slot on, then only its own partition hears of it; when a slot frees, every waiting partition does', async () => {
     const pool = createSlotPool(2);
     pool.tryTake(a);
-    pool.tryTake(a);
-    const changed = pool.changed();
+    pool.tryTake(b);
+    const heard: string[] = [];
+    void pool.changed(a).then(() => heard.push('a'));
+    void pool.changed(b).then(() => heard.push('b'));
     pool.passed(a);
-    await expect(changed).resolves.toBeUndefined();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard).toEqual(['a']);
+
+    void pool.changed(a).then(() => heard.push('a again'));
+    pool.give(b);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard.sort()).toEqual(['a', 'a again', 'b']);
   });
 
   it('when a partition leaves while it waits, then its wait ends without a slot', async () => {

@@ -36,16 +36,21 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
     super(name, processor, { ...options, concurrency: pool.size });
   }
 
+  /**
+   * BullMQ's fetch of one job (moved to active under `token`), run only with a slot: taken
+   * here, or passed on by the finished job whose token this is.
+   * @returns the job, or none (no work, or no slot for now), as BullMQ's own does
+   */
   protected override async moveToActive(token: string, name?: string): Promise<DeliveryJob> {
     if (this.carried.has(token)) return super.moveToActive(token, name);
     if (!this.pool.tryTake(this)) {
       // Jobs fetched and not started: no job at once, so the loop goes and starts them.
       if (this.fetched > 0) return undefined as unknown as DeliveryJob;
       if (this.pool.heldBy(this) > 0) {
-        // Running jobs only: once a job finishes anywhere (one of ours included, whose next job
-        // then waits for this loop), the loop runs what it has and asks again. Answering at
-        // once would spin BullMQ's loop.
-        await this.pool.changed();
+        // Running jobs only: once one of ours finishes (its next job then waits for this loop)
+        // or a slot frees, the loop runs what it has and asks again. Answering at once would
+        // spin BullMQ's loop.
+        await this.pool.changed(this);
         return undefined as unknown as DeliveryJob;
       }
       // Holding none: waiting here holds nothing up.
@@ -66,6 +71,11 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
     return job;
   }
 
+  /**
+   * BullMQ's run of one job and the fetch of the next in the same script, which keeps the
+   * finished job's slot only while the pool allows it; otherwise the slot is given back.
+   * @returns the next job BullMQ fetched under `token`, if any
+   */
   override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
     let next: void | DeliveryJob;
     this.fetched = Math.max(0, this.fetched - 1);
@@ -90,6 +100,7 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
     return next;
   }
 
+  /** Leaves the pool (ending this partition's waits for a slot), then closes as BullMQ does. */
   override async close(force = false): Promise<void> {
     this.pool.leave(this);
     await super.close(force);

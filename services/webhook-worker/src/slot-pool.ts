@@ -14,10 +14,10 @@ export interface SlotPool {
   /** Removes a partition: its waits end (false), its slots stay counted until given back. */
   leave(member: object): void;
   /**
-   * Resolves at the next job finishing (its slot given back or passed on) or partition leaving:
-   * a refused partition tries again then.
+   * Resolves when `member` should try again: one of its own jobs finished (its slot given back
+   * or passed on), a slot became free, or it left. A refused partition holding jobs waits here.
    */
-  changed(): Promise<void>;
+  changed(member: object): Promise<void>;
   /** Slots `member` holds. */
   heldBy(member: object): number;
   /**
@@ -30,7 +30,7 @@ export interface SlotPool {
    * oldest first. Resolves true with the slot taken, or false when the member left.
    */
   take(member: object): Promise<boolean>;
-  /** Gives a slot back: to the oldest waiter, else it is free; either way {@link changed} resolves. */
+  /** Gives a slot back: to the oldest waiter (then `member` hears of it), else it is free and every partition waiting hears of it. */
   give(member: object): void;
   /**
    * Whether a member's finished job may pass its slot to the member's next job (BullMQ fetches
@@ -39,8 +39,8 @@ export interface SlotPool {
    */
   mayKeep(member: object): boolean;
   /**
-   * A member's finished job passed its slot to the member's next job: {@link changed} resolves,
-   * so a partition waiting there (its own loop included) runs the jobs it holds.
+   * A member's finished job passed its slot to the member's next job: the member's own wait
+   * ({@link changed}) ends, so its loop runs that job.
    */
   passed(member: object): void;
   /** The member found no job: it no longer wants a slot. */
@@ -57,11 +57,16 @@ export function createSlotPool(size: number): SlotPool {
   const wanting = new Set<object>();
   const waiters: { member: object; resolve: (taken: boolean) => void }[] = [];
   let held = 0;
-  let resolveChange: () => void = () => undefined;
-  let change = new Promise<void>((resolve) => (resolveChange = resolve));
-  const signalChange = () => {
-    resolveChange();
-    change = new Promise<void>((resolve) => (resolveChange = resolve));
+  // One wait per member, so a job finishing wakes its own partition only, and a freed slot
+  // wakes every waiting one: waking all at every job would spin every partition's loop.
+  const changes = new Map<object, () => void>();
+  const signal = (member: object) => {
+    changes.get(member)?.();
+    changes.delete(member);
+  };
+  const signalAll = () => {
+    for (const resolve of changes.values()) resolve();
+    changes.clear();
   };
 
   const heldBy = (member: object) => holders.get(member) ?? 0;
@@ -87,9 +92,16 @@ export function createSlotPool(size: number): SlotPool {
       for (let i = waiters.length - 1; i >= 0; i -= 1) {
         if (waiters[i].member === member) waiters.splice(i, 1)[0].resolve(false);
       }
-      signalChange();
+      signal(member);
     },
-    changed: () => change,
+    changed: (member) =>
+      new Promise<void>((resolve) => {
+        const previous = changes.get(member);
+        changes.set(member, () => {
+          previous?.();
+          resolve();
+        });
+      }),
     heldBy,
     tryTake(member) {
       // Waiters hold no slot: a free slot is theirs first.
@@ -111,14 +123,14 @@ export function createSlotPool(size: number): SlotPool {
       if (waiter) {
         grant(waiter.member);
         waiter.resolve(true);
-      }
-      signalChange();
+        signal(member);
+      } else signalAll();
     },
     mayKeep(member) {
       return waiters.length === 0 && heldBy(member) <= fairShare();
     },
-    passed() {
-      signalChange();
+    passed(member) {
+      signal(member);
     },
     satisfied(member) {
       wanting.delete(member);
