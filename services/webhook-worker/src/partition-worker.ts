@@ -1,5 +1,6 @@
 import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import type { WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import type { RedisClient } from '../../../shared/redis';
 import type { SlotPool } from './slot-pool';
 
 type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
@@ -44,6 +45,10 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
   protected override async moveToActive(token: string, name?: string): Promise<DeliveryJob> {
     if (this.carried.has(token)) return super.moveToActive(token, name);
     if (!this.pool.tryTake(this)) {
+      // BullMQ may have just consumed the queue's marker waiting for work: were it to think the
+      // queue drained, its next fetch would wait for a marker that already came (up to its
+      // drain delay, 5 s) with jobs waiting. A refused slot says nothing about the queue.
+      (this as unknown as { drained: boolean }).drained = false;
       // Jobs fetched and not started: no job at once, so the loop goes and starts them.
       if (this.fetched > 0) return undefined as unknown as DeliveryJob;
       if (this.pool.heldBy(this) > 0) {
@@ -96,8 +101,24 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
     if (next) {
       this.fetched += 1;
       this.pool.passed(this);
-    } else this.pool.give(this);
+    } else {
+      this.pool.give(this);
+      this.wakeBlockedFetch();
+    }
     return next;
+  }
+
+  /**
+   * While BullMQ's loop waits on the queue's marker (it saw the queue empty once), it fetches
+   * nothing else: plain BullMQ never needs to, since a finished job always fetches the next one
+   * while there are any. Here the pool may end that chain with jobs still waiting, so the loop
+   * is woken the way a producer wakes it, with a marker, and asks the pool again; on an empty
+   * queue that costs one fetch that finds nothing.
+   */
+  private wakeBlockedFetch(): void {
+    if (!(this as unknown as { waiting: unknown }).waiting || this.closing) return;
+    // The command connection this worker was given (BullMQ shares it, never the blocking one).
+    (this.opts.connection as RedisClient).zadd(this.keys.marker, 0, '0').catch(() => undefined);
   }
 
   /** Leaves the pool (ending this partition's waits for a slot), then closes as BullMQ does. */

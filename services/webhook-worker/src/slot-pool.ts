@@ -34,8 +34,9 @@ export interface SlotPool {
   give(member: object): void;
   /**
    * Whether a member's finished job may pass its slot to the member's next job (BullMQ fetches
-   * it in the same script): only while no one waits and the member holds at most its fair
-   * share, ceil(size / partitions holding or wanting slots); else the slot is given back.
+   * it in the same script): only while no one waits, and, while another partition wants more
+   * slots, the member holds at most its fair share, ceil(size / partitions holding or wanting
+   * slots); else the slot is given back.
    */
   mayKeep(member: object): boolean;
   /**
@@ -127,7 +128,9 @@ export function createSlotPool(size: number): SlotPool {
       } else signalAll();
     },
     mayKeep(member) {
-      return waiters.length === 0 && heldBy(member) <= fairShare();
+      // Passing a slot on saves a round trip to Redis: give it back only for a partition that wants it.
+      const othersWant = [...wanting].some((other) => other !== member);
+      return waiters.length === 0 && (!othersWant || heldBy(member) <= fairShare());
     },
     passed(member) {
       signal(member);
