@@ -130,5 +130,7 @@ describe('with WEBHOOK_QUEUE_PARTITIONS=12 on a three-master Redis Cluster', () 
     const holding = await Promise.all(masters.map(async (node) => (await node.keys(`${env.redisPrefix}:{webhooks-*}:meta`)).length));
     expect(holding.reduce((sum, count) => sum + count, 0)).toBe(PARTITIONS);
     expect(holding.filter((count) => count > 0).length).toBeGreaterThanOrEqual(2);
+    // The worker's maintenance queue (the daily retention prune) has a hash tag of its own.
+    expect(await redis.exists(`${env.redisPrefix}:{webhook-maintenance}:meta`)).toBe(1);
   }, 240_000);
 });
