@@ -185,8 +185,15 @@ export function createWebhookQueue(
     at,
     partitions,
     async getJob(deliveryId, first) {
-      const order = [...new Set([...(first === undefined ? [] : [first]), ...(await partitions())])];
-      for (const partition of order) {
+      // The given partition first, alone: listing every partition costs a command per
+      // possible partition (partitions.ts `partitionsToDrain`), far more than the lookup, and
+      // a worker looks a job up in its own partition at every wake-up.
+      if (first !== undefined) {
+        const job = await at(first).getJob(deliveryId);
+        if (job) return job;
+      }
+      for (const partition of await partitions()) {
+        if (partition === first) continue;
         const job = await at(partition).getJob(deliveryId);
         if (job) return job;
       }

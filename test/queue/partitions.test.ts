@@ -1,4 +1,5 @@
 import {
+  addDeliveryJobs,
   circuitKeys,
   createWebhookQueue,
   partitionKeyBase,
@@ -73,6 +74,28 @@ describe('queue partitions (DESIGN §13)', () => {
       expect(await redis.get(partitionRecordKey(prefix))).toBe('4');
       // Back to one partition: the unpartitioned queue is current again, the old ones still drained.
       expect(await partitionsToDrain(redis, prefix, 1)).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it('when a job is looked up in the partition it sits in, then the lookup lists no partitions (a worker does so at every wake-up)', async () => {
+      const queue = createWebhookQueue({ redisPrefix: `${env.redisPrefix}lookup`, webhookQueuePartitions: 1 }, redis);
+      try {
+        await queue.waitUntilReady();
+        await addDeliveryJobs(queue, [{ deliveryId: 'whd_lookup', gate: 'e:1', delayMs: 60_000 }]);
+        const exists = jest.spyOn(redis, 'exists');
+        try {
+          expect((await queue.getJob('whd_lookup', 0))?.id).toBe('whd_lookup');
+          // Listing the partitions costs one EXISTS per possible partition (64): none here.
+          expect(exists).not.toHaveBeenCalled();
+          // Not there: every partition is looked at.
+          expect(await queue.getJob('whd_missing', 0)).toBeUndefined();
+          expect(exists).toHaveBeenCalled();
+        } finally {
+          exists.mockRestore();
+        }
+      } finally {
+        await queue.obliterate({ force: true });
+        await queue.close();
+      }
     });
 
     it('when a system never had more than one partition, then only its unpartitioned queue is drained', async () => {
