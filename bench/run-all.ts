@@ -3,6 +3,7 @@ import { runApiBench } from './api';
 import { runCapacityBench } from './capacity';
 import { runDeliveryBench } from './delivery';
 import { runParkedBench } from './parked';
+import { runPartitionsBench } from './partitions';
 import { formatNumber, formatRatio, formatSection, goalMet, Section } from './lib/report';
 import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
@@ -13,6 +14,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   signing: runSigningBench,
   api: runApiBench,
   delivery: runDeliveryBench,
+  partitions: runPartitionsBench,
   scaling: runScalingBench,
   capacity: runCapacityBench,
   parked: runParkedBench,

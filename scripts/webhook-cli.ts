@@ -9,7 +9,7 @@ const USAGE = `usage: npm run webhook -- send --url URL --event EVENT --data JSO
   --field F         body | query | form_params | multipart (default: query for GET, else body)
   --timeout SEC     seconds to wait for the answer, 0 = none (default WEBHOOK_TIMEOUT_MS)
   --algo A          sha256 | sha384 | sha512 for the X-Signature header (default sha256)
-  --queue           hand it to the webhook-worker (DATABASE_URL, REDIS_URL, REDIS_PREFIX) instead
+  --queue           hand it to the webhook-worker (DATABASE_URL, REDIS_URL, REDIS_PREFIX, WEBHOOK_QUEUE_PARTITIONS) instead
                     of sending now; prints {"id":..,"queued":true}; not with --field or --timeout`;
 
 /** Errors of the caller's input when enqueueing; anything else (database, network) exits 1. */
@@ -32,7 +32,7 @@ export interface CliOutput {
  * @param argv - the arguments after the script name
  * @param env - the environment: the derived secret's APP_KEY and WEBHOOK_SALT, the egress
  *   proxy's WEBHOOK_PROXY_URL and WEBHOOK_NO_PROXY, and with `--queue` DATABASE_URL,
- *   REDIS_URL and REDIS_PREFIX
+ *   REDIS_URL, REDIS_PREFIX and WEBHOOK_QUEUE_PARTITIONS
  * @returns the exit code: 0 sent and answered 2xx (or enqueued), 1 sending or enqueueing
  *   failed (e.g. PostgreSQL unreachable), 2 bad usage or input
  */

@@ -97,7 +97,10 @@ export async function subscribeOnly(db: BenchDatabase, url: string, secret: stri
  * the outbox does after commit, and waits until the sink has received every one and the
  * worker has recorded every one as succeeded.
  *
+ * @param endpoints - the endpoint id, or several: deliveries go to them in turn, each job
+ *   with its gate key, so a partitioned queue spreads them over its partitions
  * @param tag - unique per run; the delivery ids are `msg_<tag>_<n>`
+ * @param partitions - WEBHOOK_QUEUE_PARTITIONS of the worker; default 1
  * @throws Error when deliveries stop progressing for 60 s
  */
 export async function deliverThroughOurWorker(
@@ -105,19 +108,24 @@ export async function deliverThroughOurWorker(
   db: BenchDatabase,
   redisPrefix: string,
   sink: Sink,
-  endpointId: number,
+  endpoints: number | readonly number[],
   events: number,
   tag: string,
+  partitions = 1,
 ): Promise<DeliveryRun> {
-  const ids = await insertDeliveries(db, sink, endpointId, events, tag);
+  const endpointIds = typeof endpoints === 'number' ? [endpoints] : endpoints;
+  const ids = await insertDeliveries(db, sink, endpointIds, events, tag);
   await sink.reset();
   const connection = createRedis(settings, 'client');
-  const queue = createWebhookQueue({ redisPrefix }, connection);
+  const queue = createWebhookQueue({ redisPrefix, webhookQueuePartitions: partitions }, connection);
   try {
     await queue.waitUntilReady();
     const started = Date.now();
     for (let i = 0; i < ids.length; i += ADD_CHUNK) {
-      await addDeliveryJobs(queue, ids.slice(i, i + ADD_CHUNK).map((deliveryId) => ({ deliveryId })));
+      await addDeliveryJobs(
+        queue,
+        ids.slice(i, i + ADD_CHUNK).map((deliveryId, j) => ({ deliveryId, gate: `e:${endpointIds[(i + j) % endpointIds.length]}` })),
+      );
     }
     return await finishRecordedRun(db, sink, tag, events, started);
   } finally {
@@ -143,7 +151,7 @@ export async function deliverThroughBareWorker(
   tag: string,
   recorded?: { db: BenchDatabase; endpointId: number },
 ): Promise<DeliveryRun> {
-  const ids = recorded ? await insertDeliveries(recorded.db, sink, recorded.endpointId, events, tag) : undefined;
+  const ids = recorded ? await insertDeliveries(recorded.db, sink, [recorded.endpointId], events, tag) : undefined;
   await sink.reset();
   const connection = createRedis(settings, 'client');
   const queue = new Queue<BareJobData>(queueName, { connection, prefix: redisPrefix });
@@ -166,13 +174,13 @@ export async function deliverThroughBareWorker(
 }
 
 /** Writes `events` pending delivery rows (ids `msg_<tag>_<n>`), as the outbox does, and returns their ids. */
-async function insertDeliveries(db: BenchDatabase, sink: Sink, endpointId: number, events: number, tag: string): Promise<string[]> {
+async function insertDeliveries(db: BenchDatabase, sink: Sink, endpointIds: readonly number[], events: number, tag: string): Promise<string[]> {
   const ids = Array.from({ length: events }, (_, i) => `msg_${tag}_${i}`);
   await withClient(db.url, (client) =>
     client.query(
       `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, enqueued_at)
-       SELECT unnest($1::text[]), $2, $3, 'post.created', $4, now()`,
-      [ids, endpointId, `${sink.url}/webhooks/posts`, EVENT_BODY],
+       SELECT d.id, d.endpoint_id, $3, 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
+      [ids, ids.map((_, i) => endpointIds[i % endpointIds.length]), `${sink.url}/webhooks/posts`, EVENT_BODY],
     ),
   );
   return ids;

@@ -41,7 +41,7 @@ export interface BenchSettings {
 }
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'scaling', 'capacity', 'parked'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a

@@ -79,6 +79,11 @@ export interface Config {
   receiverAcceptXSignatureOnly: boolean;
   /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
   redisClusterNodes: { host: string; port: number }[];
+  /**
+   * BullMQ queues the deliveries are spread over, 1..64 (DESIGN §13): with more than one,
+   * partition i's keys carry the hash tag `{webhooks-<i>}` after the prefix.
+   */
+  webhookQueuePartitions: number;
   /** Seed the fixed development credentials even with NODE_ENV=production. */
   seedDemo: boolean;
   /** OTLP/HTTP endpoint for traces; undefined = tracing off. */
@@ -137,6 +142,7 @@ const schema = Joi.object({
   IDEMPOTENCY_LEASE_MS: Joi.number().integer().min(1000).max(60000).default(60000),
   RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
   REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
+  WEBHOOK_QUEUE_PARTITIONS: Joi.number().integer().min(1).max(64).default(1),
   SEED_DEMO: Joi.boolean().default(false),
   OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
 }).unknown(true);
@@ -176,10 +182,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
   }
   const port: number = value.PORT ?? DEFAULT_PORTS[service];
   const redisClusterNodes: { host: string; port: number }[] = value.REDIS_CLUSTER_NODES ?? [];
+  const partitions: number = value.WEBHOOK_QUEUE_PARTITIONS;
   // BullMQ's scripts touch several keys of a queue at once: in a cluster they must share a slot.
-  if (redisClusterNodes.length > 0 && !/^\{[^{}]+\}$/.test(value.REDIS_PREFIX)) {
+  // One partition: the prefix is that slot's hash tag. Several: each partition's queue name is
+  // its own tag, and Redis hashes only a key's first `{...}`, so the prefix may have none.
+  if (redisClusterNodes.length > 0 && partitions === 1 && !/^\{[^{}]+\}$/.test(value.REDIS_PREFIX)) {
     throw new ConfigError(
-      `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES it must be a hash tag such as {pw}, got ${value.REDIS_PREFIX}`,
+      `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES and one queue partition it must be a hash tag such as {pw}, got ${value.REDIS_PREFIX}`,
+    );
+  }
+  if (redisClusterNodes.length > 0 && partitions > 1 && /[{}]/.test(value.REDIS_PREFIX)) {
+    throw new ConfigError(
+      `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES and WEBHOOK_QUEUE_PARTITIONS=${partitions} it must have no braces (each partition brings its own hash tag), got ${value.REDIS_PREFIX}`,
     );
   }
 
@@ -224,6 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     idempotencyLeaseMs: value.IDEMPOTENCY_LEASE_MS,
     receiverAcceptXSignatureOnly: value.RECEIVER_ACCEPT_X_SIGNATURE_ONLY,
     redisClusterNodes,
+    webhookQueuePartitions: partitions,
     seedDemo: value.SEED_DEMO,
     otelExporterOtlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
     warnings,

@@ -12,8 +12,11 @@ export interface Metrics {
   deliveries: Counter<'outcome'>;
   /** Duration of one HTTP delivery attempt, seconds, by status class (2xx, 4xx, 5xx, error). */
   attemptDuration: Histogram<'status_class'>;
-  /** Jobs in the `webhooks` queue by state (waiting, active, delayed, failed), set at scrape time. */
-  queueJobs: Gauge<'state'>;
+  /**
+   * Jobs in the `webhooks` queue by state (waiting, active, delayed, failed) and partition (`0`
+   * for the unpartitioned queue, else 1..64; DESIGN §13), set at scrape time.
+   */
+  queueJobs: Gauge<'state' | 'partition'>;
   /** Deliveries recorded in the outbox but not yet handed to the queue, set at scrape time. */
   outboxPending: Gauge;
   /**
@@ -57,7 +60,12 @@ export function createMetrics(service: string): Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
       registers,
     }),
-    queueJobs: new Gauge({ name: 'webhook_queue_jobs', help: 'Jobs in the webhooks queue by state', labelNames: ['state'], registers }),
+    queueJobs: new Gauge({
+      name: 'webhook_queue_jobs',
+      help: 'Jobs in the webhooks queue by state and partition',
+      labelNames: ['state', 'partition'],
+      registers,
+    }),
     outboxPending: new Gauge({
       name: 'webhook_outbox_pending',
       help: 'Deliveries recorded but not yet handed to the queue',

@@ -9,6 +9,7 @@ import {
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
+import { gateKeyOf } from '../queue/circuit-breaker';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
@@ -57,7 +58,7 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
   if (!endpoint) throw new EndpointNotFoundError(endpointId);
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const rows = await deps.db.sequelize.query<{ id: string }>(
+  const rows = await deps.db.sequelize.query<{ id: string; endpoint_id: number | null; url: string }>(
     `UPDATE webhook_deliveries
         SET status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()
       WHERE status = 'failed' AND id IN (
@@ -65,12 +66,15 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
          WHERE d.endpoint_id = $1 AND d.status = 'failed'
            AND coalesce((SELECT max(a.attempted_at) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.updated_at) >= $2
          ORDER BY d.created_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED)
-      RETURNING id`,
+      RETURNING id, endpoint_id, url`,
     { bind: [endpointId, since, RECOVER_LIMIT], type: QueryTypes.SELECT },
   );
   const ids = rows.map((row) => row.id);
   try {
-    await addOneShotJobs(deps.queue, ids);
+    await addOneShotJobs(
+      deps.queue,
+      rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }) })),
+    );
   } catch (error) {
     await deps.db.sequelize.query(`UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND status = 'pending'`, {
       bind: [ids],
@@ -108,7 +112,7 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
     signatureHeader: 'X-Signature',
     traceparent: activeTraceparent(),
   });
-  await queueRecordedDeliveries(deps, [id]);
+  await queueRecordedDeliveries(deps, [{ deliveryId: id, gate: gateKeyOf({ endpointId: endpoint.id, url: endpoint.url }) }]);
   return id;
 }
 

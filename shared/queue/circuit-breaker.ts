@@ -1,5 +1,6 @@
 import { createGroupCommit, Settled } from '../db/group-commit';
 import type { RedisClient } from '../redis';
+import { partitionKeyBase, partitionOf } from './partitions';
 
 /** A circuit's state as DESIGN §6 and the endpoint stats of §11 name it. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -40,47 +41,66 @@ local function reserveRateSlot(rate, limit, now)
   return math.ceil(tat - now)
 end`;
 
-/** Redis keys of one gate key; all start with the prefix, so a `{hash-tag}` prefix keeps them in one cluster slot. */
+/**
+ * Redis keys of one gate key in one queue partition: all start with the partition's key base
+ * (`<prefix>:webhooks`, or `<prefix>:{webhooks-<i>}`), whose hash tag (the prefix's with one
+ * partition, the partition's own with several) keeps them in the slot of the partition's queue.
+ *
+ * @param partition - the partition of the job that uses them (shared/queue/partitions.ts); default 0
+ */
 export function circuitKeys(
   prefix: string,
   gateKey: string,
+  partition = 0,
 ): { circuit: string; leases: string; parked: string; rate: string; starts: string; index: string } {
+  const base = partitionKeyBase(prefix, partition);
   return {
-    circuit: `${prefix}:webhooks:circuit:${gateKey}`,
-    leases: `${prefix}:webhooks:leases:${gateKey}`,
-    parked: `${prefix}:webhooks:parked:${gateKey}`,
-    rate: `${prefix}:webhooks:rate:${gateKey}`,
-    starts: `${prefix}:webhooks:rate-starts:${gateKey}`,
-    index: `${prefix}:webhooks:circuits`,
+    circuit: `${base}:circuit:${gateKey}`,
+    leases: `${base}:leases:${gateKey}`,
+    parked: `${base}:parked:${gateKey}`,
+    rate: `${base}:rate:${gateKey}`,
+    starts: `${base}:rate-starts:${gateKey}`,
+    index: `${base}:circuits`,
   };
 }
 
 /**
  * Reads an endpoint's circuit without changing it: `open` until its reopening time,
  * `half_open` from then until a probe attempt closes or reopens it, `closed` otherwise (also
- * when Redis holds nothing for it). One HGET.
+ * when Redis holds nothing for it). One HGET, in the endpoint's partition under `partitions`.
  *
  * @param prefix - REDIS_PREFIX (`config.redisPrefix`)
  * @param endpointId - a webhook_endpoints id
+ * @param partitions - WEBHOOK_QUEUE_PARTITIONS; default 1
  */
-export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number): Promise<CircuitState> {
-  const until = await redis.hget(circuitKeys(prefix, `e:${endpointId}`).circuit, 'until');
+export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, partitions = 1): Promise<CircuitState> {
+  const gateKey = `e:${endpointId}`;
+  const until = await redis.hget(circuitKeys(prefix, gateKey, partitionOf(gateKey, partitions)).circuit, 'until');
   return stateAt(Number(until ?? 0), Date.now());
 }
 
 /**
  * Every circuit that is not closed, for the `webhook_circuit_state` metric: gate key (`e:12`,
- * `o:https://example.com`) and state. Two commands over an index the scripts keep.
+ * `o:https://example.com`) and state. Two commands per partition over an index the scripts
+ * keep; a gate key found in several partitions (the count changed) reports its worst state.
+ *
+ * @param partitions - the partitions to read (WebhookQueue `partitions()`); default [0]
  */
-export async function listOpenCircuits(redis: RedisClient, prefix: string): Promise<{ gateKey: string; state: CircuitState }[]> {
-  const index = circuitKeys(prefix, '').index;
+export async function listOpenCircuits(
+  redis: RedisClient,
+  prefix: string,
+  partitions: readonly number[] = [0],
+): Promise<{ gateKey: string; state: CircuitState }[]> {
   const now = Date.now();
-  // A circuit whose keys expired unprobed (its endpoint gone quiet or deleted) is forgotten.
-  await redis.zremrangebyscore(index, '-inf', now - CIRCUIT_MEMORY_MS);
-  const flat = await redis.zrange(index, 0, -1, 'WITHSCORES');
-  const out: { gateKey: string; state: CircuitState }[] = [];
-  for (let i = 0; i < flat.length; i += 2) out.push({ gateKey: flat[i], state: stateAt(Number(flat[i + 1]), now) });
-  return out;
+  const worst = new Map<string, number>();
+  for (const partition of partitions) {
+    const index = circuitKeys(prefix, '', partition).index;
+    // A circuit whose keys expired unprobed (its endpoint gone quiet or deleted) is forgotten.
+    await redis.zremrangebyscore(index, '-inf', now - CIRCUIT_MEMORY_MS);
+    const flat = await redis.zrange(index, 0, -1, 'WITHSCORES');
+    for (let i = 0; i < flat.length; i += 2) worst.set(flat[i], Math.max(worst.get(flat[i]) ?? 0, Number(flat[i + 1])));
+  }
+  return [...worst].map(([gateKey, until]) => ({ gateKey, state: stateAt(until, now) }));
 }
 
 function stateAt(until: number, now: number): CircuitState {
@@ -143,6 +163,8 @@ export interface DeliveryGate {
 export interface DeliveryGateOptions {
   /** REDIS_PREFIX. */
   prefix: string;
+  /** The queue partition whose jobs this gate serves (its keys live there); default 0. */
+  partition?: number;
   /** WEBHOOK_ENDPOINT_CONCURRENCY. */
   concurrency: number;
   /** WEBHOOK_BREAKER_FAILURES. */
@@ -286,7 +308,8 @@ type ScriptClient = RedisClient & {
  *
  * @param redis - a `client`-role connection (shared/redis) or a Cluster; the scripts are
  *   defined on it (EVALSHA with an EVAL fallback). Every key of a batch starts with the
- *   prefix, which on a Cluster is one `{hash-tag}`, so a batch's keys share a slot.
+ *   partition's key base, one `{hash-tag}` on a Cluster, so a batch's keys share a slot: a
+ *   worker holds one gate per partition.
  */
 export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOptions): DeliveryGate {
   const client = redis as ScriptClient;
@@ -294,9 +317,10 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
     redis.defineCommand('webhookGateAcquire', { lua: ACQUIRE_SCRIPT });
     redis.defineCommand('webhookGateRelease', { lua: RELEASE_SCRIPT });
   }
-  const index = circuitKeys(options.prefix, '').index;
+  const partition = options.partition ?? 0;
+  const index = circuitKeys(options.prefix, '', partition).index;
   const keysOf = (gateKey: string) => {
-    const keys = circuitKeys(options.prefix, gateKey);
+    const keys = circuitKeys(options.prefix, gateKey, partition);
     return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts];
   };
   const parkedTtlMs = options.parkedTtlMs ?? 600_000;
@@ -348,8 +372,8 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
     acquire: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, token, holdsRateSlot }),
     release: (gateKey, token, verdict) => releases.submit({ gateKey, token, verdict }),
     forgetRateLimit: async (gateKey) => {
-      await redis.hdel(circuitKeys(options.prefix, gateKey).rate, 'limit');
+      await redis.hdel(circuitKeys(options.prefix, gateKey, partition).rate, 'limit');
     },
-    isParked: async (gateKey, token) => (await redis.zscore(circuitKeys(options.prefix, gateKey).parked, token)) !== null,
+    isParked: async (gateKey, token) => (await redis.zscore(circuitKeys(options.prefix, gateKey, partition).parked, token)) !== null,
   };
 }

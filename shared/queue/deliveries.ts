@@ -6,6 +6,7 @@ import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
 import { insertSingleDelivery } from './events';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
+import { gateKeyOf } from './circuit-breaker';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** Methods a queued webhook may use; each carries the signed body. */
@@ -77,7 +78,7 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
     traceparent: activeTraceparent(),
   });
   annotateActiveSpan({ [WEBHOOK_EVENT]: options.event, [WEBHOOK_ID]: id });
-  await queueRecordedDeliveries(deps, [id]);
+  await queueRecordedDeliveries(deps, [{ deliveryId: id, gate: gateKeyOf({ endpointId: null, url: options.url }) }]);
   return id;
 }
 
@@ -86,17 +87,39 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
  * `enqueued_at`. A failure (Redis away) is logged, not thrown: the rows stay unmarked and the
  * api's outbox relay adds them later.
  *
- * @param deliveries - delivery ids, or jobs when the caller knows more (the gate key)
+ * @param deliveries - delivery ids, or jobs when the caller knows more (the gate key); with
+ *   several queue partitions a missing gate key is read from the rows (one query), since it
+ *   picks the partition
  */
 export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: readonly (string | DeliveryJob)[]): Promise<void> {
-  const jobs = deliveries.map((delivery) => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
-  const ids = jobs.map((job) => job.deliveryId);
+  const given = deliveries.map((delivery): DeliveryJob => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
+  const ids = given.map((job) => job.deliveryId);
   try {
+    const jobs = deps.queue.count > 1 ? await withGates(deps.db.sequelize, given) : given;
     await addDeliveryJobs(deps.queue, jobs);
     await markEnqueued(deps.db.sequelize, ids);
   } catch (error) {
     deps.logger?.warn({ err: error, deliveryIds: ids }, 'enqueue failed; the outbox relay will retry');
   }
+}
+
+/**
+ * The jobs with their gate keys, those missing read from their rows; a job whose row is gone
+ * is dropped (the worker would drop it too).
+ */
+async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Promise<DeliveryJob[]> {
+  const unknown = jobs.filter((job) => job.gate === undefined).map((job) => job.deliveryId);
+  if (unknown.length === 0) return [...jobs];
+  const rows = await rawQuery<{ id: string; endpoint_id: number | null; url: string }>(sequelize, {
+    name: 'outbox-gate-keys',
+    text: 'SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[])',
+    values: [unknown],
+  });
+  const gates = new Map(rows.map((row) => [row.id, gateKeyOf({ endpointId: row.endpoint_id, url: row.url })]));
+  return jobs.flatMap((job) => {
+    const gate = job.gate ?? gates.get(job.deliveryId);
+    return gate === undefined ? [] : [{ ...job, gate }];
+  });
 }
 
 /** Sets `enqueued_at` on delivery rows whose jobs are in the queue. */
@@ -118,7 +141,7 @@ export async function markEnqueued(sequelize: Sequelize, ids: string[], transact
  */
 export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
   const { WebhookDelivery } = deps.db.models;
-  const delivery = await WebhookDelivery.findByPk(id, { attributes: ['id', 'status'] });
+  const delivery = await WebhookDelivery.findByPk(id, { attributes: ['id', 'status', 'endpointId', 'url'] });
   if (!delivery) throw new DeliveryNotFoundError(id);
   const previous = delivery.status;
   if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
@@ -130,7 +153,7 @@ export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<
   );
   if (claimed === 0) throw new DeliveryInProgressError(id);
   try {
-    await addOneShotJobs(deps.queue, [id]);
+    await addOneShotJobs(deps.queue, [{ deliveryId: id, gate: gateKeyOf(delivery) }]);
   } catch (error) {
     await WebhookDelivery.update({ status: previous, oneShot: false }, { where: { id, status: 'pending' } });
     throw error;
@@ -142,19 +165,21 @@ export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<
 const REMOVE_BATCH = 200;
 
 /**
- * Adds one `redeliver` job (exactly one attempt) per delivery id. The finished job may still
- * be kept in Redis under the same id, and adding a job whose id exists is a no-op in BullMQ,
- * so the old one goes first.
+ * Adds one `redeliver` job (exactly one attempt) per delivery. The finished job may still
+ * be kept in Redis under the same id in the delivery's partition, and adding a job whose id
+ * exists is a no-op in BullMQ, so the old one goes first (one kept in a partition the count
+ * used before blocks nothing).
  *
+ * @param jobs - the deliveries with their gate keys (circuit-breaker.ts `gateKeyOf`)
  * @throws QueueUnavailableError when Redis is away or fails
  */
-export async function addOneShotJobs(queue: WebhookQueue, ids: readonly string[]): Promise<void> {
+export async function addOneShotJobs(queue: WebhookQueue, jobs: readonly { deliveryId: string; gate: string }[]): Promise<void> {
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
   try {
-    for (let start = 0; start < ids.length; start += REMOVE_BATCH) {
-      await Promise.all(ids.slice(start, start + REMOVE_BATCH).map((id) => queue.remove(id)));
+    for (let start = 0; start < jobs.length; start += REMOVE_BATCH) {
+      await Promise.all(jobs.slice(start, start + REMOVE_BATCH).map(async ({ deliveryId, gate }) => queue.at(queue.partitionOf(gate)).remove(deliveryId)));
     }
-    await addDeliveryJobs(queue, ids.map((deliveryId) => ({ deliveryId, name: 'redeliver' as const })));
+    await addDeliveryJobs(queue, jobs.map(({ deliveryId, gate }) => ({ deliveryId, gate, name: 'redeliver' as const })));
   } catch (error) {
     if (error instanceof QueueUnavailableError) throw error;
     throw new QueueUnavailableError('Could not queue the redelivery.', { cause: error });

@@ -2,6 +2,7 @@ export * from './deliveries';
 export * from './errors';
 export * from './fan-out';
 export * from './outbox';
+export * from './partitions';
 export * from './webhook-queue';
 export * from './circuit-breaker';
 export * from './rate-limit';

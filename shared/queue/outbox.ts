@@ -4,7 +4,8 @@ import type { Database } from '../db';
 import { gateKeyOf } from './circuit-breaker';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
 import { insertEventDeliveryJobs } from './fan-out';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
+import { currentPartitions, partitionKeyBase } from './partitions';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
 
 /** The post events of DESIGN §6. */
 export type PostEvent = 'post.created' | 'post.updated' | 'post.deleted';
@@ -65,14 +66,20 @@ export interface Outbox {
   stop(): Promise<void>;
   /**
    * One relay pass, also run at once whenever the queue's Redis connection becomes ready:
-   * 1. Loss check, one command: `SET <prefix>:webhooks:outbox-sentinel NX`. When the key
+   * 1. Loss check, one command per current partition: `SET <partition key base>:outbox-sentinel
+   *    NX` (so each master of a cluster holds the sentinels of its own partitions). When a key
    *    was missing, Redis lost its data (a restart without persistence, a failover to an
-   *    empty replica), so every queued delivery is added again at once, in batches walked by
-   *    primary key over a partial index (adding a job id that exists is a no-op in BullMQ).
+   *    empty replica), so every queued delivery is added again at once to its partition, in
+   *    batches walked by primary key over a partial index (adding a job id that exists is a
+   *    no-op in BullMQ). A partition new after a change of the count also lacks its sentinel:
+   *    the sweep then re-adds every queued delivery to its new partition, and a job still
+   *    waiting in an old one is absorbed by the worker's status check (at-least-once).
    * 2. Adds pending rows that never reached the queue (`enqueued_at` NULL, older than 1 s so
    *    a commit's own enqueue wins the race).
    * 3. Re-adds queued rows untouched for `reviveAfterMs` whose job is missing or finished
-   *    (one pipelined HMGET per batch), and touches the rest so the next pass looks further.
+   *    (one pipelined HMGET per partition and batch; a job missing from the row's partition is
+   *    looked for in the others, where a change of the count may have left it), and touches
+   *    the rest so the next pass looks further.
    * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so concurrent relays never handle the
    * same row. A redelivery is revived as one (`redeliver` job), a retry behind first attempts.
    * Does nothing while Redis is disconnected.
@@ -103,8 +110,8 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const relayIntervalMs = options.relayIntervalMs ?? 5_000;
   const reviveAfterMs = options.reviveAfterMs ?? 2_000;
   const batchSize = options.batchSize ?? 500;
-  const connection = queue.opts.connection as RedisClient;
-  const sentinelKey = queue.toKey('outbox-sentinel');
+  const connection: RedisClient = queue.connection;
+  const sentinelKeys = currentPartitions(queue.count).map((partition) => `${partitionKeyBase(queue.prefix, partition)}:outbox-sentinel`);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   const inFlight = new Set<Promise<void>>();
@@ -124,9 +131,12 @@ export function createOutbox(options: OutboxOptions): Outbox {
     });
   }
 
-  /** Redis lost its data when our sentinel is gone; setting it again claims the sweep. */
+  /** Redis lost (some of) its data when a sentinel is gone; setting it again claims the sweep. */
   async function lossDetected(): Promise<boolean> {
-    return (await connection.set(sentinelKey, new Date().toISOString(), 'NX')) === 'OK';
+    const now = new Date().toISOString();
+    // One command per key: in a cluster the sentinels live on different masters.
+    const set = await Promise.all(sentinelKeys.map(async (key) => connection.set(key, now, 'NX')));
+    return set.some((answer) => answer === 'OK');
   }
 
   /** Adds every queued row's job again, batch by batch, in primary-key order (no row locks held). */
@@ -155,24 +165,39 @@ export function createOutbox(options: OutboxOptions): Outbox {
         { bind: [reviveAfterMs, batchSize], type: QueryTypes.SELECT, transaction },
       );
       if (rows.length === 0) return 0;
-      const pipeline = connection.pipeline();
-      for (const row of rows) pipeline.hmget(queue.toKey(row.id), 'timestamp', 'finishedOn');
-      const states = (await pipeline.exec()) ?? [];
-      const lost: PendingRow[] = [];
-      const finished: string[] = [];
-      rows.forEach((row, index) => {
-        const [error, fields] = states[index] ?? [null, null];
-        if (error) return;
-        const [created, finishedOn] = fields as [string | null, string | null];
-        if (created === null) lost.push(row);
-        else if (finishedOn !== null) {
-          finished.push(row.id);
-          lost.push(row);
-        }
-      });
+      const jobs = rows.map(toJob);
+      const lost: DeliveryJob[] = [];
+      const finished: DeliveryJob[] = [];
+      const missing: DeliveryJob[] = [];
+      const byPartition = new Map<number, DeliveryJob[]>();
+      for (const job of jobs) {
+        const partition = partitionOfJob(queue, job);
+        byPartition.set(partition, [...(byPartition.get(partition) ?? []), job]);
+      }
+      // One pipeline per partition: its keys share one slot, as a cluster pipeline requires.
+      for (const [partition, partitionJobs] of byPartition) {
+        const pipeline = connection.pipeline();
+        for (const job of partitionJobs) pipeline.hmget(queue.at(partition).toKey(job.deliveryId), 'timestamp', 'finishedOn');
+        const states = (await pipeline.exec()) ?? [];
+        partitionJobs.forEach((job, index) => {
+          const [error, fields] = states[index] ?? [null, null];
+          if (error) return;
+          const [created, finishedOn] = fields as [string | null, string | null];
+          if (created === null) missing.push(job);
+          else if (finishedOn !== null) finished.push(job);
+        });
+      }
+      // A job missing from its partition may wait in another one the count used before.
+      const others = missing.length > 0 && (await queue.partitions()).length > 1;
+      for (const job of missing) {
+        const found = others ? await queue.getJob(job.deliveryId) : undefined;
+        // A finished one there blocks nothing: the new job goes to the row's own partition.
+        if (!found || found.finishedOn !== undefined) lost.push(job);
+      }
       // A finished job kept in Redis under this id would make the new add a no-op.
-      for (const id of finished) await queue.remove(id);
-      await addDeliveryJobs(queue, lost.map(toJob));
+      for (const job of finished) await queue.at(partitionOfJob(queue, job)).remove(job.deliveryId);
+      lost.push(...finished);
+      await addDeliveryJobs(queue, lost);
       // Touching the live ones too moves them to the back of the sweep order, so one
       // long backlog of waiting jobs never hides a lost row behind it.
       await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
@@ -189,7 +214,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
         revived += await sweepQueued();
       } catch (error) {
         // The next pass sweeps again.
-        await connection.del(sentinelKey).catch(() => undefined);
+        await Promise.all(sentinelKeys.map(async (key) => connection.del(key))).catch(() => undefined);
         throw error;
       }
       // A first start on an empty Redis also lands here, with nothing to revive.

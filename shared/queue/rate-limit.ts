@@ -56,17 +56,19 @@ export interface EndpointRateLimiter {
 export const RATE_SLOT_TOLERANCE_MS = 1_000;
 
 /**
- * @param redis - a `client`-role connection or a Cluster; the schedule's key starts with the
- *   prefix, as the endpoint's gate keys do, so it lives in their slot
+ * @param redis - a `client`-role connection or a Cluster; the schedule's keys start with the
+ *   partition's key base, as the endpoint's gate keys do, so they live in their slot
+ * @param prefix - REDIS_PREFIX
+ * @param partition - the queue partition whose jobs this limiter serves; default 0
  */
-export function createEndpointRateLimiter(redis: RedisClient, prefix: string): EndpointRateLimiter {
+export function createEndpointRateLimiter(redis: RedisClient, prefix: string, partition = 0): EndpointRateLimiter {
   const client = redis as ScriptClient;
   if (typeof client.webhookRateReserve !== 'function') {
     redis.defineCommand('webhookRateReserve', { lua: RESERVE_SCRIPT });
     redis.defineCommand('webhookRateStart', { lua: START_SCRIPT });
   }
   return {
-    reserve: async (gateKey, limitPerS) => Number(await client.webhookRateReserve(1, circuitKeys(prefix, gateKey).rate, limitPerS)),
-    start: async (gateKey, token, limitPerS) => Number(await client.webhookRateStart(1, circuitKeys(prefix, gateKey).starts, limitPerS, token)),
+    reserve: async (gateKey, limitPerS) => Number(await client.webhookRateReserve(1, circuitKeys(prefix, gateKey, partition).rate, limitPerS)),
+    start: async (gateKey, token, limitPerS) => Number(await client.webhookRateStart(1, circuitKeys(prefix, gateKey, partition).starts, limitPerS, token)),
   };
 }

@@ -1,11 +1,9 @@
-import { Queue } from 'bullmq';
+import { Job, JobType, Queue } from 'bullmq';
 import type { RedisClient } from '../redis';
 import type { BaseLogger } from 'pino';
 import type { Config } from '../config';
 import { QueueUnavailableError } from './errors';
-
-/** Name of the BullMQ queue every webhook delivery goes through (DESIGN §1). */
-export const WEBHOOK_QUEUE_NAME = 'webhooks';
+import { currentPartitions, partitionOf, partitionQueueName, partitionsToDrain, recordPartitionCount } from './partitions';
 
 /**
  * What a job carries: the delivery id only. The body, the URL and above all the secret
@@ -34,7 +32,53 @@ export interface WebhookJobData {
  */
 export type WebhookJobName = 'deliver' | 'redeliver';
 
-export type WebhookQueue = Queue<WebhookJobData, void, WebhookJobName>;
+/** The BullMQ queue of one partition (shared/queue/partitions.ts). */
+export type PartitionQueue = Queue<WebhookJobData, void, WebhookJobName>;
+
+/** A delivery job as BullMQ hands it over. */
+export type WebhookJob = Job<WebhookJobData, void, WebhookJobName>;
+
+/**
+ * The `webhooks` queue, split into WEBHOOK_QUEUE_PARTITIONS BullMQ queues (DESIGN §13): the
+ * producer side every process uses. A delivery goes to its gate key's partition under this
+ * process's count; reads that must see every job (a job by id, counts) look in every
+ * partition that may hold jobs, which after a change of the count includes the old ones.
+ */
+export interface WebhookQueue {
+  /** WEBHOOK_QUEUE_PARTITIONS of this process. */
+  readonly count: number;
+  /** REDIS_PREFIX. */
+  readonly prefix: string;
+  /** The `client`-role connection every partition's queue uses; its owner closes it. */
+  readonly connection: RedisClient;
+  /** The partition a gate key's deliveries go to now (0 with one partition, else 1..count). */
+  partitionOf(gateKey: string): number;
+  /** A partition's BullMQ queue, opened on first use and closed by {@link close}. */
+  at(partition: number): PartitionQueue;
+  /**
+   * Every partition that may hold jobs (partitions.ts `partitionsToDrain`: the current ones and
+   * every one up to the highest count ever recorded), ascending.
+   * @throws the connection's error while Redis is away
+   */
+  partitions(): Promise<number[]>;
+  /**
+   * A delivery's job: looked for in `first` (a partition) when given, then in every partition
+   * (its `queueName` says which: partitions.ts `partitionOfQueueName`).
+   */
+  getJob(deliveryId: string, first?: number): Promise<WebhookJob | undefined>;
+  /** Removes a delivery's job from every partition that holds it (BullMQ `remove`, for tests and operators). */
+  remove(deliveryId: string): Promise<void>;
+  /** Job counts by state, summed over every partition; with `byPartition`, per partition too. */
+  getJobCounts(states: readonly JobType[]): Promise<{ total: Record<string, number>; byPartition: Map<number, Record<string, number>> }>;
+  /** The jobs in `states` of every partition (tests and operators; BullMQ's getJobs per partition). */
+  getJobs(states: JobType[]): Promise<WebhookJob[]>;
+  /** Resolves once the current partitions' queues are ready. */
+  waitUntilReady(): Promise<void>;
+  /** Removes every partition's jobs and keys (BullMQ obliterate), for tests and benchmarks. */
+  obliterate(options?: { force?: boolean }): Promise<void>;
+  /** Closes every partition's queue; the connection stays open. */
+  close(): Promise<void>;
+}
 
 /** The logging this module needs; pino loggers and Fastify's `request.log` fit. */
 export type QueueLogger = Pick<BaseLogger, 'info' | 'warn' | 'debug'>;
@@ -47,7 +91,10 @@ export interface DeliveryJob {
   delayMs?: number;
   /** The delivery already made an attempt: it queues behind first attempts (worker RETRY_PRIORITY). */
   retry?: boolean;
-  /** The delivery's gate key (circuit-breaker.ts `gateKeyOf`), when the producer knows it. */
+  /**
+   * The delivery's gate key (circuit-breaker.ts `gateKeyOf`); it picks the partition, so it is
+   * required once the queue has more than one (queueRecordedDeliveries looks it up when missing).
+   */
   gate?: string;
 }
 
@@ -80,34 +127,107 @@ export const EVENTS_MAX_LEN = 10_000;
 const ADD_TIMEOUT_MS = 2_000;
 
 /**
- * Opens the producer side of the `webhooks` queue under `config.redisPrefix`.
+ * Opens the producer side of the `webhooks` queue under `config.redisPrefix`, in
+ * `config.webhookQueuePartitions` partitions (default 1: the unpartitioned queue `webhooks`).
+ * With more than one, it records the count in Redis each time the connection becomes ready, so
+ * workers drain every partition up to the highest count ever used (DESIGN §13).
  *
  * @param connection - a `client`-role ioredis connection (shared/redis): commands fail fast
  *   while Redis is away, so a producer never hangs; the caller owns and closes it. A command
- *   that fails or times out (`commandTimeout`) fails only itself: the queue sends no command
- *   of its own while it starts, so it works again as soon as Redis answers
- * @param logger - receives the queue's connection errors at debug level (BullMQ emits them as
+ *   that fails or times out (`commandTimeout`) fails only itself: the queues send no command
+ *   of their own while they start, so they work again as soon as Redis answers
+ * @param logger - receives the queues' connection errors at debug level (BullMQ emits them as
  *   `error` events); the connection's outages are its owner's to log (shared/redis `logRedisOutages`)
  */
 export function createWebhookQueue(
-  config: Pick<Config, 'redisPrefix'>,
+  config: Pick<Config, 'redisPrefix'> & Partial<Pick<Config, 'webhookQueuePartitions'>>,
   connection: RedisClient,
   logger?: QueueLogger,
 ): WebhookQueue {
-  const queue: WebhookQueue = new Queue(WEBHOOK_QUEUE_NAME, {
+  const prefix = config.redisPrefix;
+  const count = config.webhookQueuePartitions ?? 1;
+  const queues = new Map<number, PartitionQueue>();
+
+  function at(partition: number): PartitionQueue {
+    let queue = queues.get(partition);
+    if (queue) return queue;
+    queue = new Queue(partitionQueueName(partition), {
+      connection,
+      prefix,
+      defaultJobOptions: DEFAULT_JOB_OPTIONS,
+      streams: { events: { maxLen: EVENTS_MAX_LEN } },
+      // BullMQ starts a queue once, with an INFO for the Redis version; were that one command to
+      // fail (a command timeout, a dropped connection), every later command of the queue would
+      // reject with that same error until the process restarts. Without the check the start only
+      // waits for the connection to be ready, which heals by reconnecting.
+      skipVersionCheck: true,
+    });
+    // The connection's owner logs its outages; each failed reconnect also arrives here.
+    queue.on('error', (error) => logger?.debug({ err: error }, 'webhook queue connection error'));
+    queues.set(partition, queue);
+    return queue;
+  }
+
+  const record = () => {
+    recordPartitionCount(connection, prefix, count).catch((error) => logger?.debug({ err: error }, 'could not record the partition count'));
+  };
+  if (count > 1) {
+    connection.on('ready', record);
+    if (connection.status === 'ready') record();
+  }
+  const partitions = async () => partitionsToDrain(connection, prefix, count);
+
+  return {
+    count,
+    prefix,
     connection,
-    prefix: config.redisPrefix,
-    defaultJobOptions: DEFAULT_JOB_OPTIONS,
-    streams: { events: { maxLen: EVENTS_MAX_LEN } },
-    // BullMQ starts a queue once, with an INFO for the Redis version; were that one command to
-    // fail (a command timeout, a dropped connection), every later command of the queue would
-    // reject with that same error until the process restarts. Without the check the start only
-    // waits for the connection to be ready, which heals by reconnecting.
-    skipVersionCheck: true,
-  });
-  // The connection's owner logs its outages; each failed reconnect also arrives here.
-  queue.on('error', (error) => logger?.debug({ err: error }, 'webhook queue connection error'));
-  return queue;
+    partitionOf: (gateKey) => partitionOf(gateKey, count),
+    at,
+    partitions,
+    async getJob(deliveryId, first) {
+      // The given partition first, alone: listing every partition costs a command per
+      // possible partition (partitions.ts `partitionsToDrain`), far more than the lookup, and
+      // a worker looks a job up in its own partition at every wake-up.
+      if (first !== undefined) {
+        const job = await at(first).getJob(deliveryId);
+        if (job) return job;
+      }
+      for (const partition of await partitions()) {
+        if (partition === first) continue;
+        const job = await at(partition).getJob(deliveryId);
+        if (job) return job;
+      }
+      return undefined;
+    },
+    async remove(deliveryId) {
+      for (const partition of await partitions()) await at(partition).remove(deliveryId);
+    },
+    async getJobCounts(states) {
+      const total: Record<string, number> = Object.fromEntries(states.map((state) => [state, 0]));
+      const byPartition = new Map<number, Record<string, number>>();
+      for (const partition of await partitions()) {
+        const counts = await at(partition).getJobCounts(...states);
+        byPartition.set(partition, counts);
+        for (const state of states) total[state] += counts[state] ?? 0;
+      }
+      return { total, byPartition };
+    },
+    async getJobs(states) {
+      const jobs: WebhookJob[] = [];
+      for (const partition of await partitions()) jobs.push(...(await at(partition).getJobs(states)));
+      return jobs;
+    },
+    async waitUntilReady() {
+      await Promise.all(currentPartitions(count).map(async (partition) => at(partition).waitUntilReady()));
+    },
+    async obliterate(options) {
+      for (const partition of await partitions()) await at(partition).obliterate(options);
+    },
+    async close() {
+      connection.off('ready', record);
+      await Promise.all([...queues.values()].map(async (queue) => queue.close()));
+    },
+  };
 }
 
 /**
@@ -120,16 +240,26 @@ export function createWebhookQueue(
 export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly DeliveryJob[]): Promise<void> {
   if (jobs.length === 0) return;
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const adding = queue.addBulk(
-    jobs.map((job) => ({
-      name: job.name ?? 'deliver',
-      data: job.gate ? { deliveryId: job.deliveryId, gate: job.gate } : { deliveryId: job.deliveryId },
-      opts: {
-        jobId: job.deliveryId,
-        delay: Math.max(0, Math.round(job.delayMs ?? 0)),
-        ...(job.retry ? { priority: RETRY_PRIORITY } : {}),
-      },
-    })),
+  const byPartition = new Map<number, DeliveryJob[]>();
+  for (const job of jobs) {
+    const partition = partitionOfJob(queue, job);
+    byPartition.set(partition, [...(byPartition.get(partition) ?? []), job]);
+  }
+  // One addBulk per partition: its keys share one slot, as a cluster requires of a MULTI.
+  const adding = Promise.all(
+    [...byPartition].map(async ([partition, partitionJobs]) =>
+      queue.at(partition).addBulk(
+        partitionJobs.map((job) => ({
+          name: job.name ?? 'deliver',
+          data: job.gate ? { deliveryId: job.deliveryId, gate: job.gate } : { deliveryId: job.deliveryId },
+          opts: {
+            jobId: job.deliveryId,
+            delay: Math.max(0, Math.round(job.delayMs ?? 0)),
+            ...(job.retry ? { priority: RETRY_PRIORITY } : {}),
+          },
+        })),
+      ),
+    ),
   );
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -148,10 +278,22 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
 }
 
 /**
+ * The partition a job goes to: its gate key's.
+ *
+ * @throws TypeError for a job without a gate key when the queue has several partitions: its
+ *   endpoint's partition is unknown (a caller's mistake; queueRecordedDeliveries looks gates up)
+ */
+export function partitionOfJob(queue: WebhookQueue, job: Pick<DeliveryJob, 'deliveryId' | 'gate'>): number {
+  if (job.gate !== undefined) return queue.partitionOf(job.gate);
+  if (queue.count === 1) return 0;
+  throw new TypeError(`Delivery ${job.deliveryId} has no gate key: with ${queue.count} queue partitions it cannot be queued without one.`);
+}
+
+/**
  * True when the queue's own ioredis connection is ready. Producers check it before any
  * command, because BullMQ waits (rather than fails) for a connection that is not ready.
  */
 export function isQueueReady(queue: WebhookQueue): boolean {
-  const status = (queue.opts.connection as Partial<RedisClient>).status;
+  const status = (queue.connection as Partial<RedisClient>).status;
   return status === undefined || status === 'ready';
 }

@@ -39,13 +39,14 @@ export interface WebhookProducer extends WebhookProducerDeps {
  * Redis is away) with the `webhooks` queue on it. Importing this module loads Sequelize and
  * BullMQ; `WebhookRequest` imports it only when `enqueue()` first runs.
  *
- * @param config - DATABASE_URL, REDIS_URL, REDIS_CLUSTER_NODES and REDIS_PREFIX as `loadConfig`
- *   reads them; the prefix must be the worker's
+ * @param config - DATABASE_URL, REDIS_URL, REDIS_CLUSTER_NODES, REDIS_PREFIX and
+ *   WEBHOOK_QUEUE_PARTITIONS (default 1) as `loadConfig` reads them; prefix and count must be
+ *   the system's, so each delivery lands in its endpoint's partition
  * @param logger - receives queue connection errors and enqueue warnings; default: none
  * @returns the producer; connecting is lazy, and nothing fails until the first enqueue
  */
 export function createWebhookProducer(
-  config: Pick<Config, 'databaseUrl' | 'redisPrefix'> & RedisTarget,
+  config: Pick<Config, 'databaseUrl' | 'redisPrefix'> & Partial<Pick<Config, 'webhookQueuePartitions'>> & RedisTarget,
   logger?: QueueLogger,
 ): WebhookProducer {
   const db = createDatabase(config.databaseUrl, { poolMax: 5 });

@@ -353,7 +353,7 @@ export class WebhookRequest {
    *
    * @param producer - `{ db, queue }` to write to and queue on (see `createWebhookProducer()`
    *   in `shared/webhook/enqueue`); when omitted, one process-wide producer built from
-   *   `loadConfig(process.env, 'cli')` (DATABASE_URL, REDIS_URL, REDIS_PREFIX), opened on first
+   *   `loadConfig(process.env, 'cli')` (DATABASE_URL, REDIS_URL, REDIS_PREFIX, WEBHOOK_QUEUE_PARTITIONS), opened on first
    *   use and reused; close it with {@link WebhookRequest.closeDefaultProducer}
    * @returns the delivery id (`msg_...`), which the receiver sees as the `webhook-id` header
    *   of every attempt; `getWebhookId()` returns it too

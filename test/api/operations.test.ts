@@ -38,7 +38,7 @@ describe('operations: metrics and the queue dashboard', () => {
     const service = `api-${layout}`;
     expect(sample(res.body, 'http_request_duration_seconds_count', { service, method: 'GET', route: '/api/v1/posts' })).toBe(1);
     expect(sample(res.body, 'webhook_outbox_pending', { service })).toBe(0);
-    expect(sample(res.body, 'webhook_queue_jobs', { service, state: 'waiting' })).toBe(0);
+    expect(sample(res.body, 'webhook_queue_jobs', { service, state: 'waiting', partition: '0' })).toBe(0);
     expect(res.body).toMatch(/^process_resident_memory_bytes/m);
   });
 

@@ -30,6 +30,7 @@ describe('configuration (DESIGN §2)', () => {
       uploadDir: './storage/uploads',
       receiverToleranceS: 300,
       logLevel: 'info',
+      webhookQueuePartitions: 1,
     });
     expect(config.warnings).toEqual(['APP_KEY and RECEIVER_SECRET not set: using public development defaults. Never do this in production.']);
     expect(loadConfig({}, 'receiver').port).toBe(3002);
@@ -43,6 +44,9 @@ describe('configuration (DESIGN §2)', () => {
     ['WEBHOOK_RETRY_SCHEDULE', '5,soon'],
     ['WORKER_CONCURRENCY', '0'],
     ['LOG_LEVEL', 'loud'],
+    ['WEBHOOK_QUEUE_PARTITIONS', '0'],
+    ['WEBHOOK_QUEUE_PARTITIONS', '65'],
+    ['WEBHOOK_QUEUE_PARTITIONS', 'many'],
   ])('when %s is %j, then start-up fails with an error naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^Invalid environment variable ${name}:`));
@@ -95,5 +99,26 @@ describe('configuration (DESIGN §2)', () => {
 
   it('when a variable is set but empty, as compose files leave them, then its default applies', () => {
     expect(loadConfig({ API_LAYOUT: '', PORT: '' }, 'api')).toMatchObject({ apiLayout: 'a', port: 3000 });
+  });
+
+  describe('REDIS_PREFIX on a Redis Cluster (DESIGN §13)', () => {
+    const cluster = { REDIS_CLUSTER_NODES: '127.0.0.1:7000,127.0.0.1:7001' };
+
+    it('when the queue has one partition, then the prefix must be a hash tag', () => {
+      expect(loadConfig({ ...cluster, REDIS_PREFIX: '{pw}' }).webhookQueuePartitions).toBe(1);
+      expect(() => loadConfig({ ...cluster, REDIS_PREFIX: 'pw' })).toThrow(/^Invalid environment variable REDIS_PREFIX: .*hash tag such as \{pw\}/);
+    });
+
+    it('when the queue has several partitions, then the prefix must have no braces', () => {
+      expect(loadConfig({ ...cluster, REDIS_PREFIX: 'pw', WEBHOOK_QUEUE_PARTITIONS: '12' }).webhookQueuePartitions).toBe(12);
+      expect(() => loadConfig({ ...cluster, REDIS_PREFIX: '{pw}', WEBHOOK_QUEUE_PARTITIONS: '12' })).toThrow(
+        /^Invalid environment variable REDIS_PREFIX: .*WEBHOOK_QUEUE_PARTITIONS=12 it must have no braces/,
+      );
+    });
+
+    it('when there is no cluster, then any prefix goes with any count', () => {
+      expect(loadConfig({ REDIS_PREFIX: '{pw}', WEBHOOK_QUEUE_PARTITIONS: '64' }).webhookQueuePartitions).toBe(64);
+      expect(loadConfig({ REDIS_PREFIX: 'pw', WEBHOOK_QUEUE_PARTITIONS: '1' }).redisPrefix).toBe('pw');
+    });
   });
 });

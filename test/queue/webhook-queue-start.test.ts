@@ -36,7 +36,7 @@ describe('webhook queue: a producer that starts while Redis is slow', () => {
     proxy.release();
     await addDeliveryJobs(queue, [{ deliveryId: 'after-the-stall' }]);
     await addDeliveryJobs(queue, [{ deliveryId: 'later' }]);
-    expect(await queue.getJobState('after-the-stall')).toBe('waiting');
-    expect(await queue.getJobState('later')).toBe('waiting');
+    expect(await queue.at(0).getJobState('after-the-stall')).toBe('waiting');
+    expect(await queue.at(0).getJobState('later')).toBe('waiting');
   });
 });

@@ -15,6 +15,16 @@ export interface TestEnvironment {
 }
 
 /**
+ * WEBHOOK_QUEUE_PARTITIONS of the test run, when set (`WEBHOOK_QUEUE_PARTITIONS=4 npx jest
+ * test/worker/...` runs the delivery tests over a partitioned queue), for every config and
+ * process the tests make; a test's own value wins.
+ */
+function partitionsOfRun(): Record<string, string> {
+  const partitions = process.env.WEBHOOK_QUEUE_PARTITIONS;
+  return partitions ? { WEBHOOK_QUEUE_PARTITIONS: partitions } : {};
+}
+
+/**
  * Creates a fresh, migrated database and a fresh Redis prefix for one test file, and a
  * Config pointing at them (log level silent unless LOG_LEVEL is set).
  *
@@ -41,6 +51,7 @@ export async function createTestEnvironment(
       PORT: '0',
       HOST: '127.0.0.1',
       APP_URL: 'http://localhost:3000',
+      ...partitionsOfRun(),
       ...env,
     },
     service,
@@ -65,7 +76,7 @@ export function processEnv(
   env: Pick<TestEnvironment, 'databaseUrl' | 'redisUrl' | 'redisPrefix'>,
   extra: Record<string, string> = {},
 ): Record<string, string> {
-  return { NODE_ENV: 'test', DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix, ...extra };
+  return { NODE_ENV: 'test', DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix, ...partitionsOfRun(), ...extra };
 }
 
 async function withAdmin<T>(url: string, work: (admin: Client) => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { addDeliveryJobs } from '../../shared/queue';
+import { addDeliveryJobs, gateKeyOf } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { Producer, addEndpoint, buildPostData, createProducer, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
@@ -62,7 +62,7 @@ describe('webhook worker: first attempts are never held back by a backlog of ret
       enqueuedAt: new Date(),
     }));
     await producer.db.models.WebhookDelivery.bulkCreate(retries);
-    await addDeliveryJobs(producer.queue, retries.map((row) => ({ deliveryId: row.id, retry: true })));
+    await addDeliveryJobs(producer.queue, retries.map((row) => ({ deliveryId: row.id, retry: true, gate: gateKeyOf(row) })));
     running = startWorker(env.config, producer.db);
     await eventually(() => slowStats.inFlight >= RETRY_SLOTS, 10_000, 'retries in flight');
 

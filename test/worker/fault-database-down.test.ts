@@ -52,14 +52,14 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
 
     for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
     // Every job was taken and postponed at least once while the database was away.
-    await eventually(async () => (await producer.queue.getDelayedCount()) === EVENTS, 10_000, 'jobs postponed');
+    await eventually(async () => (await producer.queue.getJobCounts(['delayed'])).total.delayed === EVENTS, 10_000, 'jobs postponed');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
 
     const whileDown = await deliveryRows(producer.db);
     expect(receiver.requests).toHaveLength(0);
     expect(whileDown.map((row) => row.attempts)).toEqual(new Array(EVENTS).fill(0));
     expect(await producer.db.models.WebhookAttempt.count()).toBe(0);
-    expect(await producer.queue.getFailedCount()).toBe(0);
+    expect((await producer.queue.getJobCounts(['failed'])).total.failed).toBe(0);
 
     proxy.restore();
 

@@ -87,7 +87,7 @@ describe('isolation across two worker processes', () => {
       const endpoint = await addEndpoint(producer.db, `${failing.url}/hooks`, { events: ['post.updated'] });
       for (let pid = 1; pid <= 20; pid += 1) await recordEvent(producer, 'post.updated', buildPostData({ pid }));
 
-      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id)) === 'open', 15_000, 'open');
+      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 15_000, 'open');
       const atOpening = failing.stats.requests;
       await new Promise((resolve) => setTimeout(resolve, 2_000));
 

@@ -63,7 +63,7 @@ describe('webhook worker: isolation between endpoints (DESIGN §6)', () => {
       await producer.db.sequelize.transaction(async (transaction) => {
         for (let pid = 1; pid <= 300; pid += 1) await producer.outbox.record(transaction, 'post.created', buildPostData({ pid }));
       });
-      await eventually(async () => (await producer.queue.getWaitingCount()) === 300, 10_000, '300 jobs queued');
+      await eventually(async () => (await producer.queue.getJobCounts(['waiting'])).total.waiting === 300, 10_000, '300 jobs queued');
       running = startWorker(env.config, producer.db);
       // Every slot the dead endpoint may hold is held.
       await eventually(() => silent.connections() >= 10, 10_000, 'the silent endpoint holds its cap');
@@ -105,7 +105,7 @@ describe('webhook worker: isolation between endpoints (DESIGN §6)', () => {
 
       for (let pid = 1; pid <= 8; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
 
-      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id)) === 'open', 10_000, 'open');
+      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 10_000, 'open');
       // Three deliveries stay pending with no attempt: they wait for the reopening.
       await new Promise((resolve) => setTimeout(resolve, 500));
       const rows = await producer.db.models.WebhookDelivery.findAll();

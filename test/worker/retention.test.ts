@@ -87,7 +87,7 @@ describe('retention (DESIGN §11)', () => {
       expect((await maintenance.getJobSchedulers()).map((scheduler) => scheduler.key)).toEqual([RETENTION_SCHEDULER_ID]);
       expect(schedulers[0].pattern).toBe('17 3 * * *');
       expect(await connection.hget(`${env.redisPrefix}:webhooks:meta`, 'opts.maxLenEvents')).toBe('10000');
-      expect(producer.queue.defaultJobOptions).toMatchObject({
+      expect(producer.queue.at(0).defaultJobOptions).toMatchObject({
         removeOnComplete: { age: 3_600, count: 1_000 },
         removeOnFail: { age: 7 * 24 * 3_600, count: 5_000 },
       });

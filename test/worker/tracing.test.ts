@@ -94,7 +94,7 @@ describe('tracing from the api request to the HTTP attempt', () => {
       'the post-commit enqueue',
     );
     await producer.queue.remove(deliveryId);
-    expect(await producer.queue.getJobState(deliveryId)).toBe('unknown');
+    expect(await producer.queue.at(0).getJobState(deliveryId)).toBe('unknown');
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(await producer.outbox.relayOnce()).toMatchObject({ revived: 1 });
 

@@ -163,7 +163,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
 /** An endpoint's circuit state for its stats; Redis away is a 503, as for the queue. */
 async function readCircuit(redis: RedisClient, config: Config, endpointId: number): Promise<CircuitState> {
   try {
-    return await readCircuitState(redis, config.redisPrefix, endpointId);
+    return await readCircuitState(redis, config.redisPrefix, endpointId, config.webhookQueuePartitions);
   } catch (error) {
     throw new QueueUnavailableError('Could not read the circuit state.', { cause: error });
   }

@@ -6,7 +6,8 @@ import { QueueUnavailableError, type WebhookQueue, isQueueReady } from '../../..
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
 /**
- * Reads the outbox backlog and the queue's job counts into their gauges; meant to run
+ * Reads the outbox backlog and the queue's job counts, per partition, into their gauges
+ * (every partition that may hold jobs, so a change of the count leaves none unseen); meant to run
  * right before each `/metrics` scrape, so the figures are current and cost nothing between scrapes.
  *
  * @throws QueueUnavailableError while the queue's connection is not ready; the outbox gauge is set by then
@@ -20,6 +21,10 @@ export async function collectQueueMetrics(metrics: Metrics, queue: WebhookQueue,
   // Second, so the outbox figure is still current while Redis is away and this rejects.
   // BullMQ would wait for a connection that is not ready yet, holding the scrape.
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const counts = await queue.getJobCounts(...QUEUE_STATES);
-  for (const state of QUEUE_STATES) metrics.queueJobs.set({ state }, counts[state] ?? 0);
+  const { byPartition } = await queue.getJobCounts([...QUEUE_STATES]);
+  // A partition no longer drained (its record reset) must not keep its last figures.
+  metrics.queueJobs.reset();
+  for (const [partition, counts] of byPartition) {
+    for (const state of QUEUE_STATES) metrics.queueJobs.set({ state, partition: String(partition) }, counts[state] ?? 0);
+  }
 }

@@ -55,7 +55,12 @@ async function main(): Promise<void> {
 
   worker
     .waitUntilReady()
-    .then(() => logger.info({ concurrency: config.workerConcurrency, queue: 'webhooks', egressProxy: describeProxy(config) }, 'webhook worker ready'))
+    .then(() =>
+      logger.info(
+        { concurrency: config.workerConcurrency, queue: 'webhooks', partitions: worker.partitions, egressProxy: describeProxy(config) },
+        'webhook worker ready',
+      ),
+    )
     .catch((error) => logger.error({ err: error }, 'webhook worker could not connect to Redis'));
 }
 

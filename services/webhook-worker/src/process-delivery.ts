@@ -2,7 +2,7 @@ import { DelayedError, Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
-import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName, partitionOfQueueName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/queue/rate-limit';
@@ -15,9 +15,11 @@ export interface DeliveryProcessorOptions {
   store: DeliveryStore;
   sender: HttpSender;
   policy: RetryPolicy;
-  gate: DeliveryGate;
-  /** Each endpoint's `rate_limit_per_s`, across all workers (DESIGN §14). */
-  rateLimiter: EndpointRateLimiter;
+  /**
+   * The endpoint gate and rate limiter of a queue partition (their keys live in it): a job
+   * always uses those of the partition it sits in (DESIGN §13).
+   */
+  gates(partition: number): PartitionGates;
   logger: Logger;
   metrics?: Metrics;
   /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
@@ -25,14 +27,26 @@ export interface DeliveryProcessorOptions {
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
    * again when Redis lost them): a FIFO endpoint's next in line, once the one ahead ended, and
-   * the jobs a gate release woke.
+   * the jobs a gate release woke. `partition` is where to look first: the waking job's.
    */
-  wake(deliveryIds: string[]): Promise<void>;
+  wake(deliveryIds: string[], partition: number): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
   random?: () => number;
 }
 
 export type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
+
+/** A partition's per-endpoint controls. */
+export interface PartitionGates {
+  gate: DeliveryGate;
+  /** Each endpoint's `rate_limit_per_s`, across all workers (DESIGN §14). */
+  rateLimiter: EndpointRateLimiter;
+}
+
+/** What one job's attempt works with: its partition and that partition's gates. */
+interface JobScope extends PartitionGates {
+  partition: number;
+}
 
 /** Headers a caller's or an endpoint's own headers may not set: the signature set, and what HTTP itself owns. */
 const RESERVED_HEADERS = new Set([
@@ -93,7 +107,7 @@ export const FIFO_PARK_MS = 30_000;
  *   database errors, which fail the job and let BullMQ retry it
  */
 export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
-  const { store, sender, policy, gate, rateLimiter, logger, metrics, config } = options;
+  const { store, sender, policy, logger, metrics, config } = options;
   const random = options.random ?? Math.random;
   const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));
   let retriesInFlight = 0;
@@ -113,20 +127,26 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
    * delayed set), so a release in between finds the job still running: it is no longer in the
    * gate's set once in the delayed set, and wakes itself.
    */
-  async function refused(job: DeliveryJob, token: string | undefined, gateKey: string, decision: Extract<GateDecision, { granted: false }>): Promise<never> {
+  async function refused(
+    job: DeliveryJob,
+    token: string | undefined,
+    scope: JobScope,
+    gateKey: string,
+    decision: Extract<GateDecision, { granted: false }>,
+  ): Promise<never> {
     if (decision.reason === 'rate') return waitForRateSlot(job, token, gateKey, decision.waitMs, decision.limitPerS, logger);
     if (decision.reason === 'open') return postpone(job, token, Date.now() + decision.waitMs + between([0, 1_000]));
     await job.moveToDelayed(Date.now() + GATE_PARK_MS, token);
     const jobId = job.id ?? job.data.deliveryId;
     try {
-      if (!(await gate.isParked(gateKey, jobId))) await options.wake([jobId]);
+      if (!(await scope.gate.isParked(gateKey, jobId))) await options.wake([jobId], scope.partition);
     } catch (error) {
       logger.warn({ err: error, gate: gateKey }, 'could not check a parked job; it runs when its parking ends');
     }
     throw new DelayedError();
   }
 
-  async function unclaimed(job: DeliveryJob, token: string | undefined, log: Logger): Promise<void> {
+  async function unclaimed(job: DeliveryJob, token: string | undefined, scope: JobScope, log: Logger): Promise<void> {
     const state = await store.peek(job.data.deliveryId);
     if (!state) {
       log.warn('delivery not found; dropping the job');
@@ -134,7 +154,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     }
     if (state.queuedBehind) {
       log.debug('FIFO endpoint: an earlier delivery has not ended; parking the job');
-      return park(job, token, log);
+      return park(job, token, scope, log);
     }
     if ((state.status === 'pending' || state.status === 'delivering') && state.nextAttemptAt) {
       log.debug({ nextAttemptAt: state.nextAttemptAt }, 'attempt not due yet; delaying the job');
@@ -163,13 +183,13 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   }
 
   /** Parks a FIFO delivery's job until the delivery ahead of it ends (its worker wakes this one). */
-  async function park(job: DeliveryJob, token: string | undefined, log: Logger): Promise<never> {
+  async function park(job: DeliveryJob, token: string | undefined, scope: JobScope, log: Logger): Promise<never> {
     await job.moveToDelayed(Date.now() + FIFO_PARK_MS, token);
     try {
       // The delivery ahead may have ended between the claim and the move, when its worker's
       // wake-up still found this job running: look once more now that the job is parked.
       const state = await store.peek(job.data.deliveryId);
-      if (state && !state.queuedBehind) await options.wake([job.data.deliveryId]);
+      if (state && !state.queuedBehind) await options.wake([job.data.deliveryId], scope.partition);
     } catch (error) {
       log.warn({ err: error }, 'could not check a parked FIFO delivery again; it runs when its parking ends');
     }
@@ -177,17 +197,19 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   }
 
   /** A FIFO delivery ended (succeeded or failed for good): its endpoint's next in line may go. */
-  async function wakeNextInLine(delivery: ClaimedDelivery, log: Logger): Promise<void> {
+  async function wakeNextInLine(delivery: ClaimedDelivery, scope: JobScope, log: Logger): Promise<void> {
     if (delivery.sequence === null || delivery.endpointId === null) return;
     try {
       const next = await store.nextInLine(delivery.endpointId, delivery.sequence);
-      if (next) await options.wake([next]);
+      // Same endpoint, so same partition, unless the count changed since: then wake looks further.
+      if (next) await options.wake([next], scope.partition);
     } catch (error) {
       log.warn({ err: error }, 'could not wake the next FIFO delivery; it runs when its parking ends');
     }
   }
 
-  async function attempt(job: DeliveryJob, token: string | undefined, log: Logger): Promise<void> {
+  async function attempt(job: DeliveryJob, token: string | undefined, scope: JobScope, log: Logger): Promise<void> {
+    const { gate, rateLimiter } = scope;
     const jobId = job.id ?? job.data.deliveryId;
     let leased: string | undefined;
     let verdict: AttemptVerdict = 'neutral';
@@ -196,13 +218,13 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     try {
       if (job.data.gate) {
         const decision = await gate.acquire(job.data.gate, jobId, holdsRateSlot(job));
-        if (!decision.granted) return await refused(job, token, job.data.gate, decision);
+        if (!decision.granted) return await refused(job, token, scope, job.data.gate, decision);
         leased = job.data.gate;
         rated = decision.rateLimitPerS;
       }
       const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
       databaseDownSince = undefined;
-      if (!delivery) return await unclaimed(job, token, log);
+      if (!delivery) return await unclaimed(job, token, scope, log);
       if (delivery.endpointDeleted && delivery.secret === null) {
         await store.failWithoutAttempt(delivery.id, 'endpoint deleted');
         log.warn('endpoint deleted; delivery failed without an attempt');
@@ -211,7 +233,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       if (delivery.endpointActive === false) {
         await store.failWithoutAttempt(delivery.id, 'endpoint disabled');
         log.warn({ endpointId: delivery.endpointId }, 'endpoint disabled; delivery failed without an attempt');
-        return await wakeNextInLine(delivery, log);
+        return await wakeNextInLine(delivery, scope, log);
       }
       const gateKey = gateKeyOf(delivery);
       if (leased !== gateKey) {
@@ -223,7 +245,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
           await store.unclaim(delivery.id);
           await job.updateData({ deliveryId: delivery.id, gate: gateKey });
           if (!job.priority) await job.changePriority({ priority: DEFERRED_PRIORITY });
-          return await refused(job, token, gateKey, decision);
+          return await refused(job, token, scope, gateKey, decision);
         }
         leased = gateKey;
       }
@@ -237,10 +259,10 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
           return await waitForRateSlot(job, token, gateKey, waitMs, delivery.rateLimitPerS, log);
         }
       }
-      if (delivery.rateLimitPerS !== null) await startWithinLimit(gateKey, jobId, delivery.rateLimitPerS);
+      if (delivery.rateLimitPerS !== null) await startWithinLimit(rateLimiter, gateKey, jobId, delivery.rateLimitPerS);
       const outcome = await send(delivery, log);
       verdict = outcome.verdict;
-      if (outcome.retryAt === null) return await wakeNextInLine(delivery, log);
+      if (outcome.retryAt === null) return await wakeNextInLine(delivery, scope, log);
       // Priority is per job and kept across the delayed set: set once, on the first retry.
       if (job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
       return await postpone(job, token, outcome.retryAt);
@@ -251,7 +273,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
       return await postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
     } finally {
-      if (leased) await releaseLease(leased, jobId, verdict, log);
+      if (leased) await releaseLease(scope, leased, jobId, verdict, log);
     }
   }
 
@@ -259,17 +281,18 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
    * Waits, holding the claim, until the endpoint's last second has room for one more attempt,
    * and records it: never more than the limit leave in any one second, across all workers.
    */
-  async function startWithinLimit(gateKey: string, jobId: string, limitPerS: number): Promise<void> {
+  async function startWithinLimit(rateLimiter: EndpointRateLimiter, gateKey: string, jobId: string, limitPerS: number): Promise<void> {
     for (let waitMs = await rateLimiter.start(gateKey, jobId, limitPerS); waitMs > 0; waitMs = await rateLimiter.start(gateKey, jobId, limitPerS)) {
       await new Promise((resolve) => setTimeout(resolve, waitMs));
     }
   }
 
-  async function releaseLease(gateKey: string, jobId: string, verdict: AttemptVerdict, log: Logger): Promise<void> {
+  async function releaseLease(scope: JobScope, gateKey: string, jobId: string, verdict: AttemptVerdict, log: Logger): Promise<void> {
     try {
-      const { change, woken } = await gate.release(gateKey, jobId, verdict);
+      const { change, woken } = await scope.gate.release(gateKey, jobId, verdict);
       if (change !== 'none') log.warn({ gate: gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
-      if (woken.length > 0) await options.wake(woken);
+      // Parked with this partition's gate, so by jobs of this partition.
+      if (woken.length > 0) await options.wake(woken, scope.partition);
     } catch (error) {
       // The lease expires by itself; the circuit misses one verdict.
       log.warn({ err: error, gate: gateKey }, 'could not return the endpoint lease');
@@ -330,8 +353,9 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     const retry = job.priority === RETRY_PRIORITY;
     if (retry && retriesInFlight >= retrySlots) return postpone(job, token, Date.now() + between(RETRY_SLOT_WAIT_MS));
     if (retry) retriesInFlight += 1;
+    const partition = partitionOfQueueName(job.queueName);
     try {
-      return await attempt(job, token, log);
+      return await attempt(job, token, { partition, ...options.gates(partition) }, log);
     } finally {
       if (retry) retriesInFlight -= 1;
     }

@@ -6,6 +6,16 @@ import { createRedis } from '../../../shared/redis';
 
 /** The queue of the worker's own housekeeping jobs (one BullMQ job scheduler: the daily prune). */
 export const MAINTENANCE_QUEUE_NAME = 'webhook-maintenance';
+
+/**
+ * The maintenance queue's name for a configuration: {@link MAINTENANCE_QUEUE_NAME}, or with a
+ * partitioned queue and a prefix that is no hash tag (DESIGN §13) `{webhook-maintenance}`, a
+ * hash tag of its own, since a Redis Cluster runs BullMQ's scripts only within one slot.
+ */
+export function maintenanceQueueName(config: Pick<Config, 'redisPrefix' | 'webhookQueuePartitions'>): string {
+  const prefixIsTag = /^\{[^{}]+\}$/.test(config.redisPrefix);
+  return config.webhookQueuePartitions > 1 && !prefixIsTag ? `{${MAINTENANCE_QUEUE_NAME}}` : MAINTENANCE_QUEUE_NAME;
+}
 /** The job scheduler's id: upserting it again from every worker keeps exactly one. */
 export const RETENTION_SCHEDULER_ID = 'retention';
 /** Every day at 03:17 UTC, off the hour when other jobs tend to run. */
@@ -37,7 +47,7 @@ export interface Retention {
 }
 
 export interface RetentionOptions {
-  config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes'>;
+  config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions'>;
   sequelize: Sequelize;
   logger: Logger;
   /** Rows per statement; default 1000. */
@@ -94,7 +104,8 @@ export function createRetention(options: RetentionOptions): Retention {
 
   const connection = createRedis(config, 'worker');
   connection.on('error', (error) => logger.debug({ err: error }, 'maintenance redis connection error'));
-  const queue = new Queue(MAINTENANCE_QUEUE_NAME, {
+  const queueName = maintenanceQueueName(config);
+  const queue = new Queue(queueName, {
     connection,
     prefix: config.redisPrefix,
     defaultJobOptions: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } },
@@ -102,7 +113,7 @@ export function createRetention(options: RetentionOptions): Retention {
   });
   queue.on('error', (error) => logger.debug({ err: error }, 'maintenance queue error'));
   const worker = new Worker(
-    MAINTENANCE_QUEUE_NAME,
+    queueName,
     async () => {
       const result = await prune();
       logger.info({ ...result, retentionDays: config.webhookRetentionDays }, 'retention prune done');

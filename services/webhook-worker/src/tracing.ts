@@ -1,13 +1,14 @@
 import { DelayedError, Job } from 'bullmq';
 import { QueryTypes, Sequelize } from 'sequelize';
-import { WEBHOOK_QUEUE_NAME, WebhookJobData } from '../../../shared/queue';
+import type { WebhookJobData } from '../../../shared/queue';
 import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode, tracingEnabled, WEBHOOK_ID } from '../../../shared/tracing';
 import type { HttpSender } from './http-sender';
 
 type Processor<J extends Job<WebhookJobData>> = (job: J, token?: string) => Promise<void>;
 
 /**
- * With tracing on, runs each job inside a CONSUMER span `webhooks process` (OpenTelemetry
+ * With tracing on, runs each job inside a CONSUMER span `<queue> process` (`webhooks process`,
+ * or the partition's queue name such as `{webhooks-3} process`; OpenTelemetry
  * messaging conventions) whose parent is the delivery row's `traceparent`: the trace of the
  * api request that wrote the delivery, however often the job was lost and queued again.
  * With tracing off, returns `processor` itself.
@@ -27,11 +28,11 @@ export function traceDeliveryJobs<J extends Job<WebhookJobData>>(processor: Proc
       [WEBHOOK_ID]: job.data.deliveryId,
       'messaging.system': 'bullmq',
       'messaging.operation.type': 'process',
-      'messaging.destination.name': WEBHOOK_QUEUE_NAME,
+      'messaging.destination.name': job.queueName,
       'messaging.message.id': job.id ?? job.data.deliveryId,
     };
     return inSpan(
-      `${WEBHOOK_QUEUE_NAME} process`,
+      `${job.queueName} process`,
       // A postponed attempt (DelayedError) is BullMQ's retry signal, not a failed job.
       { kind: SpanKind.CONSUMER, attributes, parent: contextFromTraceparent(traceparent), isFailure: (error) => !(error instanceof DelayedError) },
       () => processor(job, token),

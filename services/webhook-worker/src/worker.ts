@@ -1,11 +1,10 @@
-import { Worker } from 'bullmq';
+import type { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
 import {
   Outbox,
-  WEBHOOK_QUEUE_NAME,
   WebhookJobData,
   WebhookJobName,
   WebhookQueue,
@@ -13,13 +12,17 @@ import {
   createEndpointRateLimiter,
   createOutbox,
   createWebhookQueue,
+  currentPartitions,
   listOpenCircuits,
+  partitionQueueName,
   queueRecordedDeliveries,
 } from '../../../shared/queue';
 import { createRedis, describeRedisTarget, logRedisOutages, RedisClient } from '../../../shared/redis';
+import { createSlotPool } from './slot-pool';
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
-import { createDeliveryProcessor } from './process-delivery';
+import { PartitionWorker } from './partition-worker';
+import { PartitionGates, createDeliveryProcessor } from './process-delivery';
 import { Retention, createRetention } from './retention';
 import { createRetryPolicy } from './retry-policy';
 import { traceAttempts, traceDeliveryJobs } from './tracing';
@@ -47,12 +50,16 @@ export interface WebhookWorkerOptions {
 export interface WebhookWorker {
   /** Resolves once the current BullMQ worker is connected to Redis. */
   waitUntilReady(): Promise<void>;
-  /** True while the worker runs and both of its Redis connections are ready. */
+  /** True while the worker runs and its Redis connections (commands, each partition's blocking one) are ready. */
   isReady(): boolean;
-  /** How many times the watchdog has replaced the BullMQ worker. */
+  /** How many times the watchdog has replaced the BullMQ workers. */
   readonly recreations: number;
-  /** The BullMQ worker in use now; the watchdog may replace it. */
+  /** The BullMQ worker of the first partition drained now; the watchdog may replace it. */
   readonly current: Worker<WebhookJobData, void, WebhookJobName>;
+  /** The partitions this worker drains now, ascending (DESIGN §13). */
+  readonly partitions: number[];
+  /** Looks again for partitions to drain (a change of the count elsewhere); runs every 10 s by itself. */
+  refreshPartitions(): Promise<void>;
   /** The producer side this worker uses for its own deliveries (notices) and the relay. */
   readonly queue: WebhookQueue;
   readonly outbox: Outbox;
@@ -68,25 +75,30 @@ export interface WebhookWorker {
   close(timeoutMs: number): Promise<{ forced: boolean }>;
 }
 
+/** One BullMQ worker per partition, over one command connection; the watchdog replaces them together. */
 interface Instance {
-  worker: Worker<WebhookJobData, void, WebhookJobName>;
   connection: RedisClient;
-  blocking?: { status: string };
+  workers: Map<number, { worker: PartitionWorker; blocking?: { status: string } }>;
 }
 
 /** Several lock renewals must be missed before a live job counts as stalled (BullMQ docs, "Stalled Jobs"). */
 const MAX_STALLED_COUNT = 5;
 /** An endpoint lease outlives the attempt's timeout by this much (recording it), then expires by itself. */
 const LEASE_MARGIN_MS = 10_000;
+/** How often a worker looks for partitions a change of the count added, ms. */
+const PARTITIONS_REFRESH_MS = 10_000;
 
 /**
- * Starts a BullMQ worker on the `webhooks` queue with a `worker`-role connection
- * (`maxRetriesPerRequest: null`), WORKER_CONCURRENCY jobs at once, WORKER_LOCK_DURATION_MS
- * locks (the stalled check runs as often), one keep-alive HTTP client shared by every job
- * (through WEBHOOK_PROXY_URL when set; closed last), and the connection watchdog. A
- * `client`-role connection carries the endpoint gate (cap and circuit breaker), the queue for
- * the worker's own `endpoint.disabled` notices, and the outbox relay (revival after a Redis
- * loss).
+ * Starts one BullMQ worker per partition of the `webhooks` queue that may hold jobs (the
+ * current ones and every one up to the highest count ever used, looked for again every 10 s;
+ * DESIGN §13) over one `worker`-role connection (`maxRetriesPerRequest: null`; BullMQ adds a
+ * blocking one per partition), WORKER_CONCURRENCY jobs at once across all of them (a shared
+ * slot pool, slot-pool.ts), WORKER_LOCK_DURATION_MS locks (the stalled check runs as often),
+ * one keep-alive HTTP client shared by every job (through WEBHOOK_PROXY_URL when set;
+ * closed last), and the connection watchdog. A
+ * `client`-role connection carries each partition's endpoint gate (cap and circuit breaker)
+ * and rate limiter, the queue for the worker's own `endpoint.disabled` notices, and the
+ * outbox relay (revival after a Redis loss).
  */
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { config, logger } = options;
@@ -102,6 +114,25 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const client = createRedis(config, 'client');
   client.on('error', (error) => logger.debug({ err: error }, 'worker client redis connection error'));
   const queue = createWebhookQueue(config, client, logger);
+  const pool = createSlotPool(config.workerConcurrency);
+  const gates = new Map<number, PartitionGates>();
+  const gatesOf = (partition: number): PartitionGates => {
+    let found = gates.get(partition);
+    if (!found) {
+      found = {
+        gate: createDeliveryGate(client, {
+          prefix: config.redisPrefix,
+          partition,
+          concurrency: config.webhookEndpointConcurrency,
+          breakerFailures: config.webhookBreakerFailures,
+          leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
+        }),
+        rateLimiter: createEndpointRateLimiter(client, config.redisPrefix, partition),
+      };
+      gates.set(partition, found);
+    }
+    return found;
+  };
   const outbox = createOutbox({
     db: options.db,
     queue,
@@ -114,24 +145,18 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     store: createDeliveryStore(options.db.sequelize, { disableAfterS: config.webhookDisableAfterS }),
     sender: traceAttempts(sender),
     policy: createRetryPolicy(config.webhookRetrySchedule, options.random),
-    gate: createDeliveryGate(client, {
-      prefix: config.redisPrefix,
-      concurrency: config.webhookEndpointConcurrency,
-      breakerFailures: config.webhookBreakerFailures,
-      leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
-    }),
-    rateLimiter: createEndpointRateLimiter(client, config.redisPrefix),
+    gates: gatesOf,
     queueNotices: (ids) => queueRecordedDeliveries({ db: options.db, queue, logger }, ids),
-    wake: (ids) => wakeDeliveries(ids),
+    wake: (ids, partition) => wakeDeliveries(ids, partition),
     logger,
     metrics: options.metrics,
     random: options.random,
   });
   if (options.relay ?? true) outbox.startRelay();
 
-  async function wakeDeliveries(ids: string[]): Promise<void> {
+  async function wakeDeliveries(ids: string[], partition: number): Promise<void> {
     for (const id of ids) {
-      const job = await queue.getJob(id);
+      const job = await queue.getJob(id, partition);
       if (!job) {
         await queueRecordedDeliveries({ db: options.db, queue, logger }, [id]);
         continue;
@@ -145,45 +170,90 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
   const graceMs = options.watchdog?.graceMs ?? 30_000;
 
-  function start(): Instance {
-    const connection = createRedis(config, 'worker');
-    const outages = logRedisOutages(connection, logger, `Redis at ${describeRedisTarget(config)}`, 'no deliveries until it answers');
-    const worker = new Worker<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE_NAME, tracedProcessor, {
-      connection,
-      prefix: config.redisPrefix,
-      concurrency: config.workerConcurrency,
-      lockDuration: config.workerLockDurationMs,
-      stalledInterval: config.workerLockDurationMs,
-      maxStalledCount: MAX_STALLED_COUNT,
-    });
-    const instance: Instance = { worker, connection };
+  let partitions = currentPartitions(queue.count);
+  let closing = false;
+
+  function drain(instance: Instance, partition: number, outages: { down: boolean }): void {
+    const worker = new PartitionWorker(
+      partitionQueueName(partition),
+      tracedProcessor,
+      {
+        connection: instance.connection,
+        prefix: config.redisPrefix,
+        lockDuration: config.workerLockDurationMs,
+        stalledInterval: config.workerLockDurationMs,
+        maxStalledCount: MAX_STALLED_COUNT,
+      },
+      pool,
+    );
+    const entry: { worker: PartitionWorker; blocking?: { status: string } } = { worker };
+    instance.workers.set(partition, entry);
     // During an outage BullMQ repeats each failed reconnect here too: the outage log has it.
-    worker.on('error', (error) => (outages.down ? logger.debug({ err: error }, 'webhook worker error') : logger.warn({ err: error }, 'webhook worker error')));
+    worker.on('error', (error) =>
+      outages.down ? logger.debug({ err: error, partition }, 'webhook worker error') : logger.warn({ err: error, partition }, 'webhook worker error'),
+    );
     worker.on('failed', (job, error) => {
       logger.error({ deliveryId: job?.data.deliveryId, err: error }, 'delivery job failed; BullMQ retries it');
     });
     worker
       .waitUntilReady()
       .then(async () => {
-        instance.blocking = await worker.getBackend().blockingClient;
+        entry.blocking = await worker.getBackend().blockingClient;
       })
-      .catch((error) => logger.warn({ err: error }, 'webhook worker did not become ready'));
+      .catch((error) => logger.warn({ err: error, partition }, 'webhook worker did not become ready'));
+  }
+
+  const outagesOf = new WeakMap<Instance, { down: boolean }>();
+  function start(): Instance {
+    const connection = createRedis(config, 'worker');
+    const outages = logRedisOutages(connection, logger, `Redis at ${describeRedisTarget(config)}`, 'no deliveries until it answers');
+    const instance: Instance = { connection, workers: new Map() };
+    outagesOf.set(instance, outages);
+    for (const partition of partitions) drain(instance, partition, outages);
     return instance;
   }
 
   function ready(instance: Instance): boolean {
-    return instance.connection.status === 'ready' && instance.blocking?.status === 'ready' && instance.worker.isRunning();
+    if (instance.connection.status !== 'ready') return false;
+    return [...instance.workers.values()].every(({ worker, blocking }) => blocking?.status === 'ready' && worker.isRunning());
   }
 
   async function retire(instance: Instance): Promise<void> {
-    await instance.worker.disconnect().catch(() => undefined);
-    void instance.worker.close(true).catch(() => undefined);
+    await Promise.all(
+      [...instance.workers.values()].map(async ({ worker }) => {
+        await worker.disconnect().catch(() => undefined);
+        void worker.close(true).catch(() => undefined);
+      }),
+    );
     instance.connection.disconnect();
   }
 
   let current = start();
+  let refreshing: Promise<void> | undefined;
+
+  /** Starts draining the partitions a change of the count added; they are never dropped while the process runs. */
+  async function refreshPartitions(): Promise<void> {
+    const found = await queue.partitions();
+    const added = found.filter((partition) => !partitions.includes(partition));
+    if (added.length === 0 || closing) return;
+    partitions = [...partitions, ...added].sort((a, b) => a - b);
+    logger.info({ partitions: added }, 'draining queue partitions a change of WEBHOOK_QUEUE_PARTITIONS left');
+    const outages = outagesOf.get(current) ?? { down: false };
+    for (const partition of added) drain(current, partition, outages);
+  }
+  const refresh = () => {
+    refreshing ??= refreshPartitions()
+      .catch((error) => logger.debug({ err: error }, 'could not look for queue partitions; trying again later'))
+      .finally(() => {
+        refreshing = undefined;
+      });
+  };
+  // At once when the connection is (back) up: a fresh one refuses commands until then.
+  client.on('ready', refresh);
+  if (client.status === 'ready') refresh();
+  const refresher = setInterval(refresh, PARTITIONS_REFRESH_MS);
+  refresher.unref();
   let recreations = 0;
-  let closing = false;
   let notReadySince: number | undefined;
   const watchdog = setInterval(() => {
     if (closing) return;
@@ -203,13 +273,22 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   watchdog.unref();
 
   return {
-    waitUntilReady: () => current.worker.waitUntilReady(),
+    async waitUntilReady() {
+      await Promise.all([...current.workers.values()].map(async ({ worker }) => worker.waitUntilReady()));
+    },
     isReady: () => ready(current),
     get recreations() {
       return recreations;
     },
     get current() {
-      return current.worker;
+      return [...current.workers.values()][0].worker;
+    },
+    get partitions() {
+      return [...partitions];
+    },
+    async refreshPartitions() {
+      refresh();
+      await refreshing;
     },
     queue,
     outbox,
@@ -217,16 +296,19 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     async refreshMetrics() {
       const gauge = options.metrics?.circuitState;
       if (!gauge) return;
-      const circuits = await listOpenCircuits(client, config.redisPrefix);
+      const circuits = await listOpenCircuits(client, config.redisPrefix, partitions);
       gauge.reset();
       for (const { gateKey, state } of circuits) gauge.set({ gate: gateKey, state }, state === 'open' ? 1 : 0.5);
     },
     async close(timeoutMs) {
       closing = true;
       clearInterval(watchdog);
+      clearInterval(refresher);
+      client.off('ready', refresh);
+      await refreshing;
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
-        current.worker.close().then(() => true),
+        Promise.all([...current.workers.values()].map(async ({ worker }) => worker.close())).then(() => true),
         new Promise<false>((resolve) => {
           timer = setTimeout(() => resolve(false), timeoutMs);
         }),

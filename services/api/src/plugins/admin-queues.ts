@@ -4,7 +4,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import fastifyBasicAuth from '@fastify/basic-auth';
 import type { FastifyPluginAsync } from 'fastify';
-import type { WebhookQueue } from '../../../../shared/queue';
+import { currentPartitions, type WebhookQueue } from '../../../../shared/queue';
 
 export interface AdminQueuesOptions {
   queue: WebhookQueue;
@@ -15,8 +15,12 @@ export interface AdminQueuesOptions {
 /** The URL prefix of the Bull Board UI. */
 export const ADMIN_QUEUES_PATH = '/admin/queues';
 
+/** How often the board looks for partitions added since (a change of WEBHOOK_QUEUE_PARTITIONS), ms. */
+const PARTITIONS_REFRESH_MS = 10_000;
+
 /**
- * Bull Board for the `webhooks` queue at {@link ADMIN_QUEUES_PATH}, behind HTTP Basic
+ * Bull Board for the `webhooks` queue, one entry per partition that may hold jobs (DESIGN §13;
+ * refreshed at most every 10 s as requests come), at {@link ADMIN_QUEUES_PATH}, behind HTTP Basic
  * authentication (RFC 7617) with ADMIN_USER / ADMIN_PASSWORD; every path under it answers
  * 401 with `WWW-Authenticate` until the caller sends those credentials.
  * Register it without a prefix; it is encapsulated, so its auth hook guards only its routes.
@@ -34,7 +38,18 @@ export const adminQueuesPlugin: FastifyPluginAsync<AdminQueuesOptions> = async (
   app.addHook('onRequest', app.basicAuth);
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(ADMIN_QUEUES_PATH);
-  createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter });
+  const adapters = async () => {
+    // While Redis is away the current partitions stand in for every one.
+    const partitions = await queue.partitions().catch(() => currentPartitions(queue.count));
+    return partitions.map((partition) => new BullMQAdapter(queue.at(partition)));
+  };
+  const board = createBullBoard({ queues: await adapters(), serverAdapter });
+  let refreshedAt = Date.now();
+  app.addHook('preHandler', async () => {
+    if (Date.now() - refreshedAt < PARTITIONS_REFRESH_MS) return;
+    refreshedAt = Date.now();
+    board.replaceQueues(await adapters());
+  });
   await app.register(serverAdapter.registerPlugin(), { prefix: ADMIN_QUEUES_PATH });
 };
 

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../../../../shared/redis';
+import { isCluster, type RedisClient } from '../../../../shared/redis';
 import type { FastifyBaseLogger } from 'fastify';
 
 /** A cached read: one post by pid, or one page of the newest-first list. */
@@ -42,11 +42,15 @@ return 1`;
  * Creates the cache. Posts live under `<prefix>:posts:post:<pid>`, list pages as fields of
  * the hash `<prefix>:posts:lists`, so one DEL drops every page. A write bumps
  * `<prefix>:posts:generation`; a reader that saw an older generation does not store its result.
+ * The write script and the invalidation touch the generation with the entries, so on a Redis
+ * Cluster whose prefix is no hash tag (a partitioned queue, DESIGN §13) the cache has a tag of
+ * its own, `<prefix>:{posts}:...`, rather than sharing the queue's.
  */
 export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }: PostCacheOptions): PostCache {
-  const generationKey = `${prefix}:posts:generation`;
-  const listsKey = `${prefix}:posts:lists`;
-  const postKey = (pid: number) => `${prefix}:posts:post:${pid}`;
+  const base = isCluster(redis) && !/^\{[^{}]+\}$/.test(prefix) ? `${prefix}:{posts}` : `${prefix}:posts`;
+  const generationKey = `${base}:generation`;
+  const listsKey = `${base}:lists`;
+  const postKey = (pid: number) => `${base}:post:${pid}`;
   const warn = (err: unknown, action: string) => log.warn({ err }, `post cache ${action} failed; using the database`);
 
   return {

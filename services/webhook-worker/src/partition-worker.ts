@@ -1,0 +1,129 @@
+import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
+import type { WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import type { RedisClient } from '../../../shared/redis';
+import type { SlotPool } from './slot-pool';
+
+type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
+
+/**
+ * A BullMQ worker on one queue partition that takes a job only with a slot of the process's
+ * {@link SlotPool}, so all the partitions of a worker process share WORKER_CONCURRENCY (DESIGN
+ * §13). BullMQ's own loop is kept (blocking waits, stalled checks, lock renewal): the slot is
+ * taken where BullMQ moves a job to active, after any blocking wait for work, so an idle
+ * partition waits without holding a slot; a finished job passes its slot to the next job
+ * BullMQ fetches in the same script only while the pool allows it (`mayKeep`), else gives it
+ * back. Its `concurrency` is the pool's size: the pool, not BullMQ, bounds the jobs in hand.
+ *
+ * Why not one worker per partition with a fixed share each: a busy partition would be held to
+ * its share while others idle. Why not a semaphore inside the processor: BullMQ would have
+ * moved the jobs to active already, hoarding them from other workers while they wait.
+ */
+export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName> {
+  /** Tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same token. */
+  private readonly carried = new Set<string>();
+  /** Jobs fetched (with a slot) that BullMQ's loop has not started yet: it fetches several before running any. */
+  private fetched = 0;
+
+  /**
+   * @param name - the partition's queue name (shared/queue/partitions.ts `partitionQueueName`)
+   * @param options - BullMQ worker options; `concurrency` is set to the pool's size
+   */
+  constructor(
+    name: string,
+    processor: Processor<WebhookJobData, void, WebhookJobName>,
+    options: WorkerOptions,
+    private readonly pool: SlotPool,
+  ) {
+    super(name, processor, { ...options, concurrency: pool.size });
+  }
+
+  /**
+   * BullMQ's fetch of one job (moved to active under `token`), run only with a slot: taken
+   * here, or passed on by the finished job whose token this is.
+   * @returns the job, or none (no work, or no slot for now), as BullMQ's own does
+   */
+  protected override async moveToActive(token: string, name?: string): Promise<DeliveryJob> {
+    if (this.carried.has(token)) return super.moveToActive(token, name);
+    if (!this.pool.tryTake(this)) {
+      // BullMQ may have just consumed the queue's marker waiting for work: were it to think the
+      // queue drained, its next fetch would wait for a marker that already came (up to its
+      // drain delay, 5 s) with jobs waiting. A refused slot says nothing about the queue.
+      (this as unknown as { drained: boolean }).drained = false;
+      // Jobs fetched and not started: no job at once, so the loop goes and starts them.
+      if (this.fetched > 0) return undefined as unknown as DeliveryJob;
+      if (this.pool.heldBy(this) > 0) {
+        // Running jobs only: once one of ours finishes (its next job then waits for this loop)
+        // or a slot frees, the loop runs what it has and asks again. Answering at once would
+        // spin BullMQ's loop.
+        await this.pool.changed(this);
+        return undefined as unknown as DeliveryJob;
+      }
+      // Holding none: waiting here holds nothing up.
+      if (!(await this.pool.take(this))) return undefined as unknown as DeliveryJob;
+    }
+    let job: DeliveryJob | undefined;
+    try {
+      job = await super.moveToActive(token, name);
+    } catch (error) {
+      this.pool.give(this);
+      throw error;
+    }
+    if (job) this.fetched += 1;
+    else {
+      this.pool.give(this);
+      this.pool.satisfied(this);
+    }
+    return job;
+  }
+
+  /**
+   * BullMQ's run of one job and the fetch of the next in the same script, which keeps the
+   * finished job's slot only while the pool allows it; otherwise the slot is given back.
+   * @returns the next job BullMQ fetched under `token`, if any
+   */
+  override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
+    let next: void | DeliveryJob;
+    this.fetched = Math.max(0, this.fetched - 1);
+    try {
+      next = await super.processJob(job, token, () => {
+        const keep = fetchNextCallback() && this.pool.mayKeep(this);
+        if (keep) this.carried.add(token);
+        return keep;
+      });
+    } catch (error) {
+      this.carried.delete(token);
+      this.pool.give(this);
+      throw error;
+    }
+    this.carried.delete(token);
+    // The slot goes with the next job when BullMQ fetched one under this token. Either way the
+    // loop may be waiting for a change in moveToActive while this result waits for it.
+    if (next) {
+      this.fetched += 1;
+      this.pool.passed(this);
+    } else {
+      this.pool.give(this);
+      this.wakeBlockedFetch();
+    }
+    return next;
+  }
+
+  /**
+   * While BullMQ's loop waits on the queue's marker (it saw the queue empty once), it fetches
+   * nothing else: plain BullMQ never needs to, since a finished job always fetches the next one
+   * while there are any. Here the pool may end that chain with jobs still waiting, so the loop
+   * is woken the way a producer wakes it, with a marker, and asks the pool again; on an empty
+   * queue that costs one fetch that finds nothing.
+   */
+  private wakeBlockedFetch(): void {
+    if (!(this as unknown as { waiting: unknown }).waiting || this.closing) return;
+    // The command connection this worker was given (BullMQ shares it, never the blocking one).
+    (this.opts.connection as RedisClient).zadd(this.keys.marker, 0, '0').catch(() => undefined);
+  }
+
+  /** Leaves the pool (ending this partition's waits for a slot), then closes as BullMQ does. */
+  override async close(force = false): Promise<void> {
+    this.pool.leave(this);
+    await super.close(force);
+  }
+}
