@@ -1,3 +1,4 @@
+import type { SeriesBucket } from '../../shared/operations/endpoint-stats';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, insertDelivery, TestServiceKey } from './support/operations';
@@ -5,15 +6,6 @@ import { createServiceKey, insertDelivery, TestServiceKey } from './support/oper
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const STATS_KEYS = ['attempts_24h', 'circuit', 'disabled_reason', 'last_failure_at', 'last_success_at', 'p50_ms', 'p95_ms', 'success_rate_24h'];
-
-interface Bucket {
-  start: string;
-  succeeded: number;
-  failed: number;
-  retried: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-}
 
 /** One attempt of the fixture: when, with what answer (null: no answer) and how long. */
 interface Attempt {
@@ -49,8 +41,8 @@ describe('stats series for charts (DESIGN §14)', () => {
 
   const get = (url: string, headers: Record<string, string>, api = a) => api.request({ url, headers });
   /** The bucket holding `time` in a series. */
-  const bucketOf = (series: Bucket[], time: Date, width: number) => series.find((bucket) => Date.parse(bucket.start) === Math.floor(time.getTime() / width) * width);
-  const sum = (series: Bucket[], field: 'succeeded' | 'failed' | 'retried') => series.reduce((total, bucket) => total + bucket[field], 0);
+  const bucketOf = (series: SeriesBucket[], time: Date, width: number) => series.find((bucket) => Date.parse(bucket.start) === Math.floor(time.getTime() / width) * width);
+  const sum = (series: SeriesBucket[], field: 'succeeded' | 'failed' | 'retried') => series.reduce((total, bucket) => total + bucket[field], 0);
 
   beforeAll(async () => {
     harness = await createApiHarness();
@@ -92,7 +84,7 @@ describe('stats series for charts (DESIGN §14)', () => {
     const res = await get(`/api/v1/endpoints/${aliceEndpoint}/stats?series=1h`, alice.headers);
 
     expect(res.statusCode).toBe(200);
-    const { series, ...stats } = res.json() as { series: Bucket[] };
+    const { series, ...stats } = res.json() as { series: SeriesBucket[] };
     expect(Object.keys(stats).sort()).toEqual(STATS_KEYS);
     expect(series).toHaveLength(60);
     const starts = series.map((bucket) => Date.parse(bucket.start));
@@ -116,7 +108,7 @@ describe('stats series for charts (DESIGN §14)', () => {
     const res = await get(`/api/v1/endpoints/${aliceEndpoint}/stats?series=24h`, alice.headers, b);
 
     expect(res.statusCode).toBe(200);
-    const { series, attempts_24h: attempts } = res.json() as { series: Bucket[]; attempts_24h: number };
+    const { series, attempts_24h: attempts } = res.json() as { series: SeriesBucket[]; attempts_24h: number };
     expect(series).toHaveLength(24);
     for (const [index, bucket] of series.entries()) {
       expect(Date.parse(bucket.start) % HOUR).toBe(0);
