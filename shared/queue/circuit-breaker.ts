@@ -52,7 +52,7 @@ export function circuitKeys(
   prefix: string,
   gateKey: string,
   partition = 0,
-): { circuit: string; leases: string; parked: string; rate: string; starts: string; index: string } {
+): { circuit: string; leases: string; parked: string; rate: string; starts: string; pace: string; index: string } {
   const base = partitionKeyBase(prefix, partition);
   return {
     circuit: `${base}:circuit:${gateKey}`,
@@ -60,6 +60,7 @@ export function circuitKeys(
     parked: `${base}:parked:${gateKey}`,
     rate: `${base}:rate:${gateKey}`,
     starts: `${base}:rate-starts:${gateKey}`,
+    pace: `${base}:rate-pace:${gateKey}`,
     index: `${base}:circuits`,
   };
 }

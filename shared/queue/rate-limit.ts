@@ -5,20 +5,38 @@ const RESERVE_SCRIPT = `${RESERVE_RATE_SLOT_LUA}
 local t = redis.call('TIME')
 return reserveRateSlot(KEYS[1], tonumber(ARGV[1]), tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)`;
 
-// A sliding-window log of the attempts started in the last second (DESIGN §14's promise is
-// about any one-second window at the endpoint): an attempt starts only while it holds fewer
-// than the limit; else the answer is the ms until the oldest start leaves the window.
+// Two bounds on the attempts as they leave, both needed for DESIGN §14's promise about any
+// one-second window at the endpoint. A sliding-window log of the last second's starts holds
+// them to the limit in any second. GCRA on a pace key spaces them 1000 / limit ms apart:
+// without it the log alone lets a second's starts bunch into its first few hundred ms and
+// repeat that shape a second later, and then a few ms of jitter between a start and its
+// arrival put more than the limit into one second at the endpoint. The pace tolerates
+// starts up to PACE_TOLERANCE_MS early (within the burst of ceil(limit / 10)), so a waiting
+// worker whose timer fires a few ms late does not lose the slot; a larger tolerance would
+// bank the credit earned while the log holds starts back and spend it as a burst that then
+// repeats every second. The answer is 0 (recorded: send now) or the ms until both have room.
 const START_SCRIPT = `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local limit = tonumber(ARGV[1])
+local interval = 1000 / limit
+local tolerance = math.min((math.ceil(limit / 10) - 1) * interval, tonumber(ARGV[3]))
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 1000)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+local wait = 0
+if redis.call('ZCARD', KEYS[1]) >= limit then
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return math.max(1, tonumber(oldest[2]) + 1000 - now)
+  wait = tonumber(oldest[2]) + 1000 - now
 end
-redis.call('ZADD', KEYS[1], now, ARGV[2])
+local tat = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), now)
+wait = math.max(wait, tat - tolerance - now)
+if wait > 0 then return math.max(1, math.ceil(wait)) end
+redis.call('ZADD', KEYS[1], string.format('%.3f', now), ARGV[2])
 redis.call('PEXPIRE', KEYS[1], 2000)
+redis.call('SET', KEYS[2], string.format('%.3f', tat + interval), 'PX', math.ceil(tat + interval - now) + 1000)
 return 0`;
+
+/** How early an attempt may start for its place in the pace, ms (see START_SCRIPT). */
+const PACE_TOLERANCE_MS = 25;
 
 type ScriptClient = RedisClient & {
   webhookRateReserve(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
@@ -38,9 +56,10 @@ export interface EndpointRateLimiter {
   reserve(gateKey: string, limitPerS: number): Promise<number>;
   /**
    * Records an attempt starting now, right before its request leaves, unless `limitPerS`
-   * attempts already started in the last second across all workers. Slots space attempts
-   * when they are taken; this bounds them when they go, which a slow database claim between
-   * the two would otherwise bunch. One script call.
+   * attempts already started in the last second across all workers or it comes too soon after
+   * the one before (GCRA: 1000 / `limitPerS` ms apart, a burst of at most ceil(limitPerS / 10)).
+   * Slots space attempts when they are taken; this bounds them when they go, which a slow
+   * database claim between the two would otherwise bunch. One script call.
    *
    * @param token - the attempt (its job id)
    * @returns 0 when recorded (send now), else ms until the window has room
@@ -69,6 +88,9 @@ export function createEndpointRateLimiter(redis: RedisClient, prefix: string, pa
   }
   return {
     reserve: async (gateKey, limitPerS) => Number(await client.webhookRateReserve(1, circuitKeys(prefix, gateKey, partition).rate, limitPerS)),
-    start: async (gateKey, token, limitPerS) => Number(await client.webhookRateStart(1, circuitKeys(prefix, gateKey, partition).starts, limitPerS, token)),
+    start: async (gateKey, token, limitPerS) => {
+      const keys = circuitKeys(prefix, gateKey, partition);
+      return Number(await client.webhookRateStart(2, keys.starts, keys.pace, limitPerS, token, PACE_TOLERANCE_MS));
+    },
   };
 }

@@ -1,6 +1,7 @@
 import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { ArrivalLog } from './arrival-log';
 
 /** One request as the server saw it. */
 export interface RecordedRequest {
@@ -69,10 +70,10 @@ export interface RecordingServerOptions {
  * await server.close();
  */
 export async function startRecordingServer(initial: ReplyPlan = {}, options: RecordingServerOptions = {}): Promise<RecordingServer> {
-  const requests: RecordedRequest[] = [];
+  const log = new ArrivalLog<RecordedRequest>('requests');
+  const requests = log.entries;
   const queued: ReplyPlan[] = [];
   const timers = new Set<NodeJS.Timeout>();
-  const waiters = new Set<() => void>();
   let fallback: ReplyPlan | ((request: RecordedRequest) => ReplyPlan) = initial;
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
@@ -80,14 +81,13 @@ export async function startRecordingServer(initial: ReplyPlan = {}, options: Rec
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const recorded = record(req, Buffer.concat(chunks));
-      requests.push(recorded);
+      log.push(recorded);
       const plan = queued.shift() ?? (typeof fallback === 'function' ? fallback(recorded) : fallback);
       const timer = setTimeout(() => {
         timers.delete(timer);
         answer(req, res, plan);
       }, plan.delayMs ?? 0);
       timers.add(timer);
-      for (const wake of waiters) wake();
     });
   };
   const server: Server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
@@ -105,20 +105,7 @@ export async function startRecordingServer(initial: ReplyPlan = {}, options: Rec
       queued.push(plan);
     },
     waitForRequests(count, timeoutMs = 5000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (requests.length < count) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(requests.slice());
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`expected ${count} requests within ${timeoutMs} ms, got ${requests.length}`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
+      return log.waitFor(count, timeoutMs);
     },
     reset() {
       requests.length = 0;

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { addDeliveryJobs } from '../../shared/queue';
 import { serializeEnvelope } from '../../shared/webhook';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
-import { RecordingServer, startRecordingServer } from '../support/recording-server';
+import { ArrivalRecorder, startArrivalRecorder } from '../support/arrival-recorder';
 import { Producer, addEndpoint, createProducer, eventually } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
 
@@ -24,20 +24,21 @@ function busiestSecond(times: number[]): number {
 /**
  * DESIGN §14's measured promise for `rate_limit_per_s`: limit 50, 2,000 deliveries queued, two
  * worker processes: no 1 s window at the endpoint sees more than 55, all arrive within 44 s,
- * and another endpoint's deliveries are not slowed.
+ * and another endpoint's deliveries are not slowed. The endpoints stamp arrivals in a process
+ * of their own: this one's event loop, busy adding the jobs, would bunch its stamps.
  */
 describe('endpoint rate limit across two worker processes', () => {
   let env: TestEnvironment;
   let producer: Producer;
-  let limited: RecordingServer;
-  let other: RecordingServer;
+  let limited: ArrivalRecorder;
+  let other: ArrivalRecorder;
   const workers: ChildProcess[] = [];
 
   beforeAll(async () => {
     env = await createTestEnvironment({}, 'worker');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
-    [limited, other] = [await startRecordingServer(), await startRecordingServer()];
+    [limited, other] = await Promise.all([startArrivalRecorder(), startArrivalRecorder()]);
     const workerEnv = { DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix, WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1' };
     workers.push(spawnWorker(workerEnv), spawnWorker(workerEnv));
   });
@@ -69,19 +70,19 @@ describe('endpoint rate limit across two worker processes', () => {
 
     const started = Date.now();
     await queue(slow.id, `${limited.url}/hooks`, QUEUED, 'limited');
-    await limited.waitForRequests(100, 30_000);
+    await limited.arrivals.waitFor(100, 30_000);
     const othersQueued = Date.now();
     await queue(fast.id, `${other.url}/hooks`, OTHERS, 'other');
 
-    const others = await other.waitForRequests(OTHERS, 20_000);
-    const all = await limited.waitForRequests(QUEUED, 60_000);
+    const others = await other.arrivals.waitFor(OTHERS, 20_000);
+    const all = await limited.arrivals.waitFor(QUEUED, 60_000);
     const finished = Math.max(...all.map((request) => request.receivedAt));
 
     expect(busiestSecond(all.map((request) => request.receivedAt))).toBeLessThanOrEqual(55);
     expect(finished - started).toBeLessThanOrEqual(44_000);
     // The other endpoint's hundred arrive at once, not behind the limited backlog.
     expect(Math.max(...others.map((request) => request.receivedAt)) - othersQueued).toBeLessThan(5_000);
-    expect(new Set(all.map((request) => String(request.headers['webhook-id']))).size).toBe(QUEUED);
+    expect(new Set(all.map((request) => request.webhookId)).size).toBe(QUEUED);
     await eventually(
       async () => Number((await producer.db.sequelize.query(`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'succeeded'`, { plain: true }))?.n) === QUEUED + OTHERS,
       10_000,
