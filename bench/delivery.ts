@@ -39,12 +39,15 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
     const oursPrefix = `${redisPrefix}_w`;
     const barePrefix = `${redisPrefix}_bare`;
     const recordingPrefix = `${redisPrefix}_rec`;
-    const recorded = { db, endpointId };
+    // Its own database: our worker's outbox relay would re-add (and deliver) its pending rows,
+    // which have no job in our worker's queue.
+    const recordedDb = await createBenchDatabase(scope, settings.databaseUrl);
+    const recorded = { db: recordedDb, endpointId: await subscribeOnly(recordedDb, `${sink.url}/webhooks/posts`, secret) };
     const [ours, bare, recording] = await withScope(async (inner) => {
       const workers = {
         ours: await startWorker(inner, settings, db.url, oursPrefix, 'webhook-worker'),
         bare: await startBareWorker(inner, settings, barePrefix, BARE_QUEUE),
-        recording: await startBareWorker(inner, settings, recordingPrefix, BARE_QUEUE, db.url),
+        recording: await startBareWorker(inner, settings, recordingPrefix, BARE_QUEUE, recordedDb.url),
       };
       const contenders = [
         {

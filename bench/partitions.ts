@@ -20,25 +20,32 @@ const ENDPOINTS = 24;
 export async function runPartitionsBench(settings: BenchSettings): Promise<Section> {
   const scope = new Scope();
   try {
-    const db = await createBenchDatabase(scope, settings.databaseUrl);
     const redisPrefix = createBenchRedisPrefix(scope, settings.redisUrl);
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const sink = await startSink(scope, settings, { secret });
     const url = `${sink.url}/webhooks/posts`;
-    const endpoints = [await subscribeOnly(db, url, secret)];
-    await withClient(db.url, async (client) => {
-      for (let i = 1; i < ENDPOINTS; i += 1) {
-        endpoints.push((await client.query<{ id: number }>('INSERT INTO webhook_endpoints (url, secret) VALUES ($1, $2) RETURNING id', [url, secret])).rows[0].id);
-      }
-    });
+    const counts = [1, PARTITIONS];
+    // A database per contender: a worker's outbox relay re-adds pending rows it finds without
+    // a job in its own queue, so on a shared database each would also deliver the other's.
+    const setups = await Promise.all(
+      counts.map(async () => {
+        const db = await createBenchDatabase(scope, settings.databaseUrl);
+        const endpoints = [await subscribeOnly(db, url, secret)];
+        await withClient(db.url, async (client) => {
+          for (let i = 1; i < ENDPOINTS; i += 1) {
+            endpoints.push((await client.query<{ id: number }>('INSERT INTO webhook_endpoints (url, secret) VALUES ($1, $2) RETURNING id', [url, secret])).rows[0].id);
+          }
+        });
+        return { db, endpoints };
+      }),
+    );
     const perRound = Math.max(1, Math.round(settings.events / settings.rounds));
     const warmup = Math.min(1_000, Math.ceil(perRound / 4));
 
     const [one, many] = await withScope(async (inner) => {
-      const counts = [1, PARTITIONS];
       const workers = await Promise.all(
-        counts.map(async (count) =>
-          startWorker(inner, settings, db.url, `${redisPrefix}_p${count}`, `webhook-worker-p${count}`, settings.workerConcurrency, {
+        counts.map(async (count, i) =>
+          startWorker(inner, settings, setups[i].db.url, `${redisPrefix}_p${count}`, `webhook-worker-p${count}`, settings.workerConcurrency, {
             WEBHOOK_QUEUE_PARTITIONS: String(count),
           }),
         ),
@@ -46,7 +53,7 @@ export async function runPartitionsBench(settings: BenchSettings): Promise<Secti
       const contenders = counts.map((count, i) => ({
         name: `${count} partitions`,
         run: (events: number) =>
-          measureWorkers([workers[i]], () => deliverThroughOurWorker(settings, db, `${redisPrefix}_p${count}`, sink, endpoints, events, tag(), count)),
+          measureWorkers([workers[i]], () => deliverThroughOurWorker(settings, setups[i].db, `${redisPrefix}_p${count}`, sink, setups[i].endpoints, events, tag(), count)),
       }));
       for (const contender of contenders) await contender.run(warmup);
       return takeTurns(

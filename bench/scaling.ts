@@ -18,12 +18,10 @@ import { median, roundRatios, takeTurns } from './lib/turns';
 export async function runScalingBench(settings: BenchSettings): Promise<Section> {
   const scope = new Scope();
   try {
-    const db = await createBenchDatabase(scope, settings.databaseUrl);
     const redisPrefix = createBenchRedisPrefix(scope, settings.redisUrl);
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const sink = await startSink(scope, settings, { secret, delayMs: settings.scalingDelayMs });
-    const endpointId = await subscribeOnly(db, `${sink.url}/webhooks/posts`, secret);
-    const rig: Rig = { settings, db, sink, endpointId, redisPrefix };
+    const rig: Rig = { settings, sink, secret, redisPrefix };
 
     const figures: Figure[] = [];
     for (const [concurrency, events] of [
@@ -34,7 +32,7 @@ export async function runScalingBench(settings: BenchSettings): Promise<Section>
         const setups = [await startWorkers(scope, rig, 2, concurrency), await startWorkers(scope, rig, 1, concurrency)];
         const perRound = Math.max(1, Math.round(events / settings.rounds));
         const run = (setup: WorkerSet, count: number) =>
-          measureWorkers(setup.workers, () => deliverThroughOurWorker(settings, db, setup.prefix, sink, endpointId, count, tag()));
+          measureWorkers(setup.workers, () => deliverThroughOurWorker(settings, setup.db, setup.prefix, sink, setup.endpointId, count, tag()));
         for (const setup of setups) await run(setup, Math.min(1_000, Math.ceil(perRound / 4)));
         return takeTurns(
           settings.rounds,
@@ -73,25 +71,32 @@ export async function runScalingBench(settings: BenchSettings): Promise<Section>
 
 interface Rig {
   settings: BenchSettings;
-  db: BenchDatabase;
   sink: Sink;
-  endpointId: number;
+  secret: string;
   redisPrefix: string;
 }
 
-/** The worker processes of one setup, all on one queue under `prefix`. */
+/**
+ * The worker processes of one setup, all on one queue under `prefix`, with a database of its
+ * own: a worker's outbox relay re-adds pending rows it finds without a job in its own queue,
+ * so on a shared database each setup would also deliver the other's.
+ */
 interface WorkerSet {
   prefix: string;
   workers: Child[];
+  db: BenchDatabase;
+  endpointId: number;
 }
 
 async function startWorkers(scope: Scope, rig: Rig, workers: number, concurrency: number): Promise<WorkerSet> {
   const prefix = `${rig.redisPrefix}_c${concurrency}w${workers}`;
+  const db = await createBenchDatabase(scope, rig.settings.databaseUrl);
+  const endpointId = await subscribeOnly(db, `${rig.sink.url}/webhooks/posts`, rig.secret);
   const started: Child[] = [];
   for (let i = 1; i <= workers; i += 1) {
-    started.push(await startWorker(scope, rig.settings, rig.db.url, prefix, `webhook-worker-c${concurrency}-${i}of${workers}`, concurrency));
+    started.push(await startWorker(scope, rig.settings, db.url, prefix, `webhook-worker-c${concurrency}-${i}of${workers}`, concurrency));
   }
-  return { prefix, workers: started };
+  return { prefix, workers: started, db, endpointId };
 }
 
 function tag(): string {
