@@ -177,9 +177,9 @@ export interface DeliveryGateOptions {
 }
 
 // Redis's own clock (TIME) orders every worker's view of a circuit; replicas receive effects.
-// Each script serves a batch of leases: KEYS[1] the circuit index, then per lease its circuit,
-// its lease set, its parked set and its rate schedule; the leases of one call are handled in
-// order, as separate calls would be.
+// Each script serves a batch of leases: per lease six keys, its circuit, its lease set, its
+// parked set, its rate schedule, its log of starts and its partition's circuit index; the
+// leases of one call are handled in order, as separate calls would be.
 const ACQUIRE_SCRIPT = `${RESERVE_RATE_SLOT_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -229,7 +229,7 @@ local function acquire(circuit, leases, parked, rate, starts, token, holdsSlot)
 end
 local out = {}
 for i = 1, (#ARGV - 3) / 2 do
-  local decision = acquire(KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1], KEYS[5 * i], KEYS[5 * i + 1], ARGV[2 * i + 2], ARGV[2 * i + 3])
+  local decision = acquire(KEYS[6 * i - 5], KEYS[6 * i - 4], KEYS[6 * i - 3], KEYS[6 * i - 2], KEYS[6 * i - 1], ARGV[2 * i + 2], ARGV[2 * i + 3])
   out[3 * i - 2], out[3 * i - 1], out[3 * i] = decision[1], decision[2], decision[3]
 end
 return out`;
@@ -256,7 +256,7 @@ local function wake(circuit, leases, parked)
   for j = 1, #popped, 2 do tokens[#tokens + 1] = popped[j] end
   return tokens
 end
-local function release(circuit, leases, token, verdict, member)
+local function release(circuit, leases, index, token, verdict, member)
   redis.call('ZREM', leases, token)
   local isProbe = redis.call('HGET', circuit, 'probe') == token
   if verdict == 'neutral' then
@@ -266,7 +266,7 @@ local function release(circuit, leases, token, verdict, member)
   local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
   if verdict == 'success' then
     if redis.call('DEL', circuit) == 1 then
-      redis.call('ZREM', KEYS[1], member)
+      redis.call('ZREM', index, member)
       if untilMs > 0 then return 2 end
     end
     return 0
@@ -279,7 +279,7 @@ local function release(circuit, leases, token, verdict, member)
     redis.call('HSET', circuit, 'until', now + duration, 'failures', 0)
     redis.call('HDEL', circuit, 'probe', 'probe_until')
     redis.call('PEXPIRE', circuit, duration + memory)
-    redis.call('ZADD', KEYS[1], now + duration, member)
+    redis.call('ZADD', index, now + duration, member)
     return 1
   end
   redis.call('PEXPIRE', circuit, memory)
@@ -289,8 +289,8 @@ end
 local out = {}
 for i = 1, (#ARGV - 5) / 3 do
   local at = 5 + 3 * (i - 1)
-  local circuit, leases, parked = KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1]
-  out[#out + 1] = release(circuit, leases, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
+  local circuit, leases, parked = KEYS[6 * i - 5], KEYS[6 * i - 4], KEYS[6 * i - 3]
+  out[#out + 1] = release(circuit, leases, KEYS[6 * i], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
   local woken = wake(circuit, leases, parked)
   out[#out + 1] = #woken
   for _, woke in ipairs(woken) do out[#out + 1] = woke end
@@ -308,27 +308,46 @@ type ScriptClient = RedisClient & {
  * concurrent attempts of this process (group commit: one round trip per batch of leases).
  *
  * @param redis - a `client`-role connection (shared/redis) or a Cluster; the scripts are
- *   defined on it (EVALSHA with an EVAL fallback). Every key of a batch starts with the
- *   partition's key base, one `{hash-tag}` on a Cluster, so a batch's keys share a slot: a
- *   worker holds one gate per partition.
+ *   defined on it (EVALSHA with an EVAL fallback). Every key of a gate starts with its
+ *   partition's key base, one `{hash-tag}` on a Cluster.
  */
 export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOptions): DeliveryGate {
+  return createDeliveryGates(redis, options, { batchAcrossPartitions: false })(options.partition ?? 0);
+}
+
+/**
+ * The gates of every queue partition of one process ({@link createDeliveryGate}, one per
+ * partition) over shared batches. On a Redis Cluster a script may touch one slot only, so each
+ * partition batches its own leases; on a single Redis the leases of all partitions share one
+ * batch, so spreading endpoints over partitions adds no round trips (DESIGN §13: partitions
+ * must not cost throughput on a single Redis).
+ *
+ * @param options - as for one gate; its `partition` is ignored
+ * @param batching - `batchAcrossPartitions`: true only when `redis` is not a Cluster
+ * @returns the gate of a partition, the same object for every call with that partition
+ */
+export function createDeliveryGates(
+  redis: RedisClient,
+  options: DeliveryGateOptions,
+  batching: { batchAcrossPartitions: boolean },
+): (partition: number) => DeliveryGate {
   const client = redis as ScriptClient;
   if (typeof client.webhookGateAcquire !== 'function') {
     redis.defineCommand('webhookGateAcquire', { lua: ACQUIRE_SCRIPT });
     redis.defineCommand('webhookGateRelease', { lua: RELEASE_SCRIPT });
   }
-  const partition = options.partition ?? 0;
-  const index = circuitKeys(options.prefix, '', partition).index;
-  const keysOf = (gateKey: string) => {
+  const keysOf = (gateKey: string, partition: number) => {
     const keys = circuitKeys(options.prefix, gateKey, partition);
-    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts];
+    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts, keys.index];
   };
   const parkedTtlMs = options.parkedTtlMs ?? 600_000;
   const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
 
-  const acquires = createGroupCommit<{ gateKey: string; token: string; holdsRateSlot: boolean }, GateDecision>(async (batch) => {
-    const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
+  type Acquire = { gateKey: string; partition: number; token: string; holdsRateSlot: boolean };
+  type Release = { gateKey: string; partition: number; token: string; verdict: AttemptVerdict };
+
+  async function acquireBatch(batch: Acquire[]): Promise<Settled<GateDecision>[]> {
+    const keys = batch.flatMap(({ gateKey, partition }) => keysOf(gateKey, partition));
     const flat = await client.webhookGateAcquire(
       keys.length,
       ...keys,
@@ -345,10 +364,10 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
         return { granted: false, reason: code === 1 ? 'cap' : code === 2 ? 'open' : 'probing', waitMs };
       }),
     );
-  });
+  }
 
-  const releases = createGroupCommit<{ gateKey: string; token: string; verdict: AttemptVerdict }, GateRelease>(async (batch) => {
-    const keys = [index, ...batch.flatMap(({ gateKey }) => keysOf(gateKey))];
+  async function releaseBatch(batch: Release[]): Promise<Settled<GateRelease>[]> {
+    const keys = batch.flatMap(({ gateKey, partition }) => keysOf(gateKey, partition));
     const flat = await client.webhookGateRelease(
       keys.length,
       ...keys,
@@ -367,14 +386,24 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
       at += 2 + count;
     }
     return settled(out);
-  });
+  }
 
-  return {
-    acquire: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, token, holdsRateSlot }),
-    release: (gateKey, token, verdict) => releases.submit({ gateKey, token, verdict }),
-    forgetRateLimit: async (gateKey) => {
-      await redis.hdel(circuitKeys(options.prefix, gateKey, partition).rate, 'limit');
-    },
-    isParked: async (gateKey, token) => (await redis.zscore(circuitKeys(options.prefix, gateKey, partition).parked, token)) !== null,
+  const newBatches = () => ({ acquires: createGroupCommit(acquireBatch), releases: createGroupCommit(releaseBatch) });
+  const shared = batching.batchAcrossPartitions ? newBatches() : undefined;
+  const gates = new Map<number, DeliveryGate>();
+  return (partition) => {
+    let gate = gates.get(partition);
+    if (gate) return gate;
+    const { acquires, releases } = shared ?? newBatches();
+    gate = {
+      acquire: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, partition, token, holdsRateSlot }),
+      release: (gateKey, token, verdict) => releases.submit({ gateKey, partition, token, verdict }),
+      forgetRateLimit: async (gateKey) => {
+        await redis.hdel(circuitKeys(options.prefix, gateKey, partition).rate, 'limit');
+      },
+      isParked: async (gateKey, token) => (await redis.zscore(circuitKeys(options.prefix, gateKey, partition).parked, token)) !== null,
+    };
+    gates.set(partition, gate);
+    return gate;
   };
 }

@@ -83,10 +83,13 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
    */
   override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
     let next: void | DeliveryJob;
+    let declined = false;
     this.fetched = Math.max(0, this.fetched - 1);
     try {
       next = await super.processJob(job, token, () => {
-        const keep = fetchNextCallback() && this.pool.mayKeep(this);
+        const wanted = fetchNextCallback();
+        const keep = wanted && this.pool.mayKeep(this);
+        declined = wanted && !keep;
         if (keep) this.carried.add(token);
         return keep;
       });
@@ -96,6 +99,10 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
       throw error;
     }
     this.carried.delete(token);
+    // BullMQ reads a finished job that fetched no next one as a drained queue, and its loop
+    // would then wait for a marker (up to its drain delay, 5 s) with jobs waiting: the fetch
+    // was skipped for the pool, not for want of jobs, so the loop asks again instead.
+    if (declined) (this as unknown as { drained: boolean }).drained = false;
     // The slot goes with the next job when BullMQ fetched one under this token. Either way the
     // loop may be waiting for a change in moveToActive while this result waits for it.
     if (next) {

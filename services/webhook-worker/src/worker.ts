@@ -4,11 +4,12 @@ import type { Config } from '../../../shared/config';
 import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
 import {
+  EndpointRateLimiter,
   Outbox,
   WebhookJobData,
   WebhookJobName,
   WebhookQueue,
-  createDeliveryGate,
+  createDeliveryGates,
   createEndpointRateLimiter,
   createOutbox,
   createWebhookQueue,
@@ -115,23 +116,24 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   client.on('error', (error) => logger.debug({ err: error }, 'worker client redis connection error'));
   const queue = createWebhookQueue(config, client, logger);
   const pool = createSlotPool(config.workerConcurrency);
-  const gates = new Map<number, PartitionGates>();
+  const gateOf = createDeliveryGates(
+    client,
+    {
+      prefix: config.redisPrefix,
+      concurrency: config.webhookEndpointConcurrency,
+      breakerFailures: config.webhookBreakerFailures,
+      leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
+    },
+    { batchAcrossPartitions: config.redisClusterNodes.length === 0 },
+  );
+  const limiters = new Map<number, EndpointRateLimiter>();
   const gatesOf = (partition: number): PartitionGates => {
-    let found = gates.get(partition);
-    if (!found) {
-      found = {
-        gate: createDeliveryGate(client, {
-          prefix: config.redisPrefix,
-          partition,
-          concurrency: config.webhookEndpointConcurrency,
-          breakerFailures: config.webhookBreakerFailures,
-          leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
-        }),
-        rateLimiter: createEndpointRateLimiter(client, config.redisPrefix, partition),
-      };
-      gates.set(partition, found);
+    let rateLimiter = limiters.get(partition);
+    if (!rateLimiter) {
+      rateLimiter = createEndpointRateLimiter(client, config.redisPrefix, partition);
+      limiters.set(partition, rateLimiter);
     }
-    return found;
+    return { gate: gateOf(partition), rateLimiter };
   };
   const outbox = createOutbox({
     db: options.db,
