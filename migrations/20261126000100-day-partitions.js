@@ -25,6 +25,9 @@
  *   of their own, not their id's time).
  * - `webhook_new_id(prefix, at)`: an id made at a given time, so an event's deliveries share
  *   its millisecond, and so its day.
+ * - `webhook_fifo_ahead(endpoint, sequence)`: whether an earlier delivery of a FIFO endpoint
+ *   is unfinished. Such a row may sit in any day, so the probe spans every partition; in
+ *   PL/pgSQL its plan is made once per connection, not within each claim's planning.
  * - `webhook_ensure_day_partitions(first, last)`: creates the day partitions of the three
  *   tables for the UTC days first..last that are missing; safe when two processes run it.
  *
@@ -52,6 +55,12 @@ const DAY_FUNCTIONS = `
                            PLACING substring(int8send(floor(extract(epoch FROM at) * 1000)::bigint) FROM 3)
                            FROM 1 FOR 6) AS b) AS fresh
   $$;
+  CREATE FUNCTION webhook_fifo_ahead(endpoint integer, seq bigint) RETURNS boolean LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+  BEGIN
+    RETURN EXISTS (SELECT 1 FROM webhook_deliveries p
+                    WHERE p.endpoint_id = endpoint AND p.sequence < seq
+                      AND p.status IN ('pending', 'delivering') AND NOT p.one_shot);
+  END $$;
   CREATE FUNCTION webhook_ensure_day_partitions(first_day date, last_day date) RETURNS integer LANGUAGE plpgsql AS $$
   DECLARE
     day date;
@@ -189,6 +198,7 @@ module.exports = {
         ALTER TABLE webhook_attempts ADD CONSTRAINT webhook_attempts_delivery_id_fkey
           FOREIGN KEY (delivery_id) REFERENCES webhook_deliveries (id) ON DELETE CASCADE;
         DROP FUNCTION webhook_ensure_day_partitions(date, date);
+        DROP FUNCTION webhook_fifo_ahead(integer, bigint);
         DROP FUNCTION webhook_new_id(text, timestamptz);
         DROP FUNCTION webhook_key_hi(timestamptz);
         DROP FUNCTION webhook_key_lo(timestamptz);
