@@ -7,8 +7,8 @@
  * attempts share a day and retention drops whole days (§11).
  *
  * The old tables become the legacy partition of each, FROM MINVALUE TO the legacy bound: the
- * start of the UTC day after the migration when they hold rows, else the unix epoch (a new
- * database needs no legacy range). Nothing is copied: each table gets the partition column in
+ * start of the UTC day after the migration (or after their newest row, should one be dated
+ * later) when they hold rows, else the unix epoch (a new database needs no legacy range). Nothing is copied: each table gets the partition column in
  * its primary key (one index build), a CHECK matching the bound (one scan, so ATTACH does not
  * scan again), and is attached with its indexes, constraints and foreign keys as they are.
  * Attempts made before the migration get `delivery_created_at` '-infinity' (a constant
@@ -97,7 +97,9 @@ module.exports = {
       const [{ bound }] = await rows(`
         SELECT to_char(CASE WHEN EXISTS (SELECT 1 FROM webhook_events) OR EXISTS (SELECT 1 FROM webhook_deliveries)
                                  OR EXISTS (SELECT 1 FROM webhook_attempts)
-                            THEN date_trunc('day', now(), 'UTC') + interval '1 day' ELSE 'epoch' END AT TIME ZONE 'UTC',
+                            THEN date_trunc('day', GREATEST(now(), (SELECT max(created_at) FROM webhook_events),
+                                                            (SELECT max(created_at) FROM webhook_deliveries)), 'UTC') + interval '1 day'
+                            ELSE 'epoch' END AT TIME ZONE 'UTC',
                        'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS bound`);
       await run(`
         CREATE FUNCTION webhook_legacy_bound() RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$

@@ -1,7 +1,7 @@
 import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import { isDatabaseUnavailable, type DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
-import { rawQuery } from '../../../shared/db/raw-query';
+import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
 import { DeliveryGoneError } from './errors';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
 import { newIdAtSql, newIdSql } from '../../../shared/queue/events';
@@ -251,6 +251,15 @@ const RECORD_SUCCESSES = {
   SELECT id FROM done`,
 };
 
+/**
+ * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
+ * tests can show its plan holds only the batch's day partitions (DESIGN §3).
+ */
+export function claimStatement(claims: readonly { deliveryId: string; oneShot: boolean }[]): RawStatement {
+  const ids = claims.map((claim) => claim.deliveryId);
+  return { ...CLAIM_BATCH, values: [ids, claims.map((claim) => claim.oneShot), ...keysOf(ids)] };
+}
+
 function toClaimedDelivery(row: ClaimRow & { body: string }): ClaimedDelivery {
   return {
     id: row.id,
@@ -316,8 +325,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    const ids = batch.map((claim) => claim.deliveryId);
-    const rows = await rawQuery<ClaimRow>(sequelize, { ...CLAIM_BATCH, values: [ids, batch.map((claim) => claim.oneShot), ...keysOf(ids)] });
+    const rows = await rawQuery<ClaimRow>(sequelize, claimStatement(batch));
     const claimed = new Map((await withBodies(rows)).map((row) => [row.id, toClaimedDelivery(row)]));
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
