@@ -30,17 +30,17 @@ async function post(url: string, body: string, id: string | undefined): Promise<
 
 async function deliverRecorded(db: Pool, deliveryId: string): Promise<void> {
   const { rows } = await db.query<{ url: string; body: string }>(
-    `UPDATE webhook_deliveries SET status = 'delivering', updated_at = now() WHERE id = $1 RETURNING url, body`,
+    `UPDATE webhook_deliveries SET status = 'delivering', updated_at = now() WHERE id = $1 AND created_at = webhook_id_time($1) RETURNING url, body`,
     [deliveryId],
   );
   const started = performance.now();
   const status = await post(rows[0].url, rows[0].body, deliveryId);
   await db.query(
     `WITH attempt AS (
-       INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, duration_ms) VALUES ($1, 1, $2, $3)
+       INSERT INTO webhook_attempts (delivery_id, delivery_created_at, attempt_number, status_code, duration_ms) VALUES ($1, webhook_id_time($1), 1, $2, $3)
      )
      UPDATE webhook_deliveries SET status = 'succeeded', attempts = 1, last_status_code = $2, delivered_at = now(), updated_at = now()
-      WHERE id = $1`,
+      WHERE id = $1 AND created_at = webhook_id_time($1)`,
     [deliveryId, status, Math.round(performance.now() - started)],
   );
 }

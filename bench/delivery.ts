@@ -52,7 +52,7 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
       const contenders = [
         {
           name: 'ours',
-          run: (events: number) => measureWorkers([workers.ours], () => deliverThroughOurWorker(settings, db, oursPrefix, sink, endpointId, events, tag())),
+          run: (events: number) => measureWorkers([workers.ours], () => deliverThroughOurWorker(settings, db, oursPrefix, sink, endpointId, events)),
         },
         {
           name: 'bare',

@@ -3,6 +3,7 @@ import { createServer, Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { addDeliveryJobs, createWebhookQueue } from '../shared/queue';
 import { createRedis } from '../shared/redis';
+import { newWebhookId } from '../shared/webhook/signing';
 import { startPrivateRedis } from './capacity';
 import { createBenchDatabase, withClient } from './lib/bench-database';
 import { sleep } from './lib/children';
@@ -128,16 +129,15 @@ async function startSilentEndpoint(scope: Scope): Promise<string> {
 
 /** One endpoint at `url` and `count` pending deliveries to it, queued as the outbox would. */
 async function insertDeliveries(databaseUrl: string, url: string, count: number): Promise<string[]> {
-  const tag = randomBytes(3).toString('hex');
-  const ids = Array.from({ length: count }, (_, i) => `msg_parked_${tag}_${i}`);
+  const ids = Array.from({ length: count }, () => newWebhookId());
   await withClient(databaseUrl, async (client) => {
     const { rows } = await client.query<{ id: number }>(
       `INSERT INTO webhook_endpoints (url, secret, events) VALUES ($1, $2, '{}') RETURNING id`,
       [url, `whsec_${randomBytes(32).toString('base64')}`],
     );
     await client.query(
-      `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, enqueued_at)
-       SELECT unnest($1::text[]), $2, $3, 'post.created', $4, now()`,
+      `INSERT INTO webhook_deliveries (id, created_at, endpoint_id, url, event, body, enqueued_at)
+       SELECT id, webhook_id_time(id), $2, $3, 'post.created', $4, now() FROM unnest($1::text[]) AS id`,
       [ids, rows[0].id, url, EVENT_BODY],
     );
   });

@@ -53,7 +53,7 @@ export async function runPartitionsBench(settings: BenchSettings): Promise<Secti
       const contenders = counts.map((count, i) => ({
         name: `${count} partitions`,
         run: (events: number) =>
-          measureWorkers([workers[i]], () => deliverThroughOurWorker(settings, setups[i].db, `${redisPrefix}_p${count}`, sink, setups[i].endpoints, events, tag(), count)),
+          measureWorkers([workers[i]], () => deliverThroughOurWorker(settings, setups[i].db, `${redisPrefix}_p${count}`, sink, setups[i].endpoints, events, count)),
       }));
       for (const contender of contenders) await contender.run(warmup);
       return takeTurns(
@@ -91,10 +91,6 @@ export async function runPartitionsBench(settings: BenchSettings): Promise<Secti
   } finally {
     await scope.close();
   }
-}
-
-function tag(): string {
-  return `p${randomBytes(4).toString('hex')}`;
 }
 
 if (require.main === module) {

@@ -32,7 +32,7 @@ export async function runScalingBench(settings: BenchSettings): Promise<Section>
         const setups = [await startWorkers(scope, rig, 2, concurrency), await startWorkers(scope, rig, 1, concurrency)];
         const perRound = Math.max(1, Math.round(events / settings.rounds));
         const run = (setup: WorkerSet, count: number) =>
-          measureWorkers(setup.workers, () => deliverThroughOurWorker(settings, setup.db, setup.prefix, sink, setup.endpointId, count, tag()));
+          measureWorkers(setup.workers, () => deliverThroughOurWorker(settings, setup.db, setup.prefix, sink, setup.endpointId, count));
         for (const setup of setups) await run(setup, Math.min(1_000, Math.ceil(perRound / 4)));
         return takeTurns(
           settings.rounds,
@@ -97,10 +97,6 @@ async function startWorkers(scope: Scope, rig: Rig, workers: number, concurrency
     started.push(await startWorker(scope, rig.settings, db.url, prefix, `webhook-worker-c${concurrency}-${i}of${workers}`, concurrency));
   }
   return { prefix, workers: started, db, endpointId };
-}
-
-function tag(): string {
-  return `s${randomBytes(4).toString('hex')}`;
 }
 
 if (require.main === module) {

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { addDeliveryJobs, createWebhookQueue } from '../../shared/queue/webhook-queue';
 import { createRedis } from '../../shared/redis';
 import { serializeEnvelope } from '../../shared/webhook/envelope';
+import { newWebhookId } from '../../shared/webhook/signing';
 import type { BareJobData } from '../bare-worker';
 import type { SinkStats } from '../sink-receiver';
 import { BenchDatabase, withClient } from './bench-database';
@@ -99,7 +100,6 @@ export async function subscribeOnly(db: BenchDatabase, url: string, secret: stri
  *
  * @param endpoints - the endpoint id, or several: deliveries go to them in turn, each job
  *   with its gate key, so a partitioned queue spreads them over its partitions
- * @param tag - unique per run; the delivery ids are `msg_<tag>_<n>`
  * @param partitions - WEBHOOK_QUEUE_PARTITIONS of the worker; default 1
  * @throws Error when deliveries stop progressing for 60 s
  */
@@ -110,11 +110,10 @@ export async function deliverThroughOurWorker(
   sink: Sink,
   endpoints: number | readonly number[],
   events: number,
-  tag: string,
   partitions = 1,
 ): Promise<DeliveryRun> {
   const endpointIds = typeof endpoints === 'number' ? [endpoints] : endpoints;
-  const ids = await insertDeliveries(db, sink, endpointIds, events, tag);
+  const ids = await insertDeliveries(db, sink, endpointIds, events);
   await sink.reset();
   const connection = createRedis(settings, 'client');
   const queue = createWebhookQueue({ redisPrefix, webhookQueuePartitions: partitions }, connection);
@@ -127,7 +126,7 @@ export async function deliverThroughOurWorker(
         ids.slice(i, i + ADD_CHUNK).map((deliveryId, j) => ({ deliveryId, gate: `e:${endpointIds[(i + j) % endpointIds.length]}` })),
       );
     }
-    return await finishRecordedRun(db, sink, tag, events, started);
+    return await finishRecordedRun(db, sink, ids, events, started);
   } finally {
     await queue.close();
     connection.disconnect();
@@ -151,7 +150,7 @@ export async function deliverThroughBareWorker(
   tag: string,
   recorded?: { db: BenchDatabase; endpointId: number },
 ): Promise<DeliveryRun> {
-  const ids = recorded ? await insertDeliveries(recorded.db, sink, [recorded.endpointId], events, tag) : undefined;
+  const ids = recorded ? await insertDeliveries(recorded.db, sink, [recorded.endpointId], events) : undefined;
   await sink.reset();
   const connection = createRedis(settings, 'client');
   const queue = new Queue<BareJobData>(queueName, { connection, prefix: redisPrefix });
@@ -163,7 +162,7 @@ export async function deliverThroughBareWorker(
       const count = Math.min(ADD_CHUNK, events - i);
       await queue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'deliver', data: data(i + k), opts: { jobId: `${tag}_${i + k}` } })));
     }
-    if (recorded) return await finishRecordedRun(recorded.db, sink, tag, events, started);
+    if (recorded && ids) return await finishRecordedRun(recorded.db, sink, ids, events, started);
     const received = await waitForReceipts(sink, events);
     const seconds = ((received.lastAt ?? 0) - started) / 1000;
     return { events, seconds, perSecond: events / seconds, sink: received };
@@ -173,23 +172,26 @@ export async function deliverThroughBareWorker(
   }
 }
 
-/** Writes `events` pending delivery rows (ids `msg_<tag>_<n>`), as the outbox does, and returns their ids. */
-async function insertDeliveries(db: BenchDatabase, sink: Sink, endpointIds: readonly number[], events: number, tag: string): Promise<string[]> {
-  const ids = Array.from({ length: events }, (_, i) => `msg_${tag}_${i}`);
+/**
+ * Writes `events` pending delivery rows, as the outbox does (time-ordered ids, each row's
+ * `created_at` its id's time: DESIGN §3), and returns their ids.
+ */
+async function insertDeliveries(db: BenchDatabase, sink: Sink, endpointIds: readonly number[], events: number): Promise<string[]> {
+  const ids = Array.from({ length: events }, () => newWebhookId());
   await withClient(db.url, (client) =>
     client.query(
-      `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, enqueued_at)
-       SELECT d.id, d.endpoint_id, $3, 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
+      `INSERT INTO webhook_deliveries (id, created_at, endpoint_id, url, event, body, enqueued_at)
+       SELECT d.id, webhook_id_time(d.id), d.endpoint_id, $3, 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
       [ids, ids.map((_, i) => endpointIds[i % endpointIds.length]), `${sink.url}/webhooks/posts`, EVENT_BODY],
     ),
   );
   return ids;
 }
 
-/** Waits for every receipt and every record of a run whose rows are `msg_<tag>_*`; the clock stops at the later of the two. */
-async function finishRecordedRun(db: BenchDatabase, sink: Sink, tag: string, events: number, started: number): Promise<DeliveryRun> {
+/** Waits for every receipt and every record of a run whose rows are `ids`; the clock stops at the later of the two. */
+async function finishRecordedRun(db: BenchDatabase, sink: Sink, ids: readonly string[], events: number, started: number): Promise<DeliveryRun> {
   const received = await waitForReceipts(sink, events);
-  const recorded = await waitForRecords(db, tag, events);
+  const recorded = await waitForRecords(db, ids, events);
   const seconds = (Math.max(received.lastAt ?? 0, recorded.lastUpdatedAt) - started) / 1000;
   return { events, seconds, perSecond: events / seconds, sink: received, succeeded: recorded.succeeded, attempts: recorded.attempts };
 }
@@ -213,7 +215,7 @@ export async function waitForReceipts(sink: Sink, events: number): Promise<SinkS
 
 async function waitForRecords(
   db: BenchDatabase,
-  tag: string,
+  ids: readonly string[],
   events: number,
 ): Promise<{ succeeded: number; attempts: number; lastUpdatedAt: number }> {
   const deadline = Date.now() + 60_000;
@@ -221,14 +223,14 @@ async function waitForRecords(
     const { rows } = await withClient(db.url, (client) =>
       client.query<{ succeeded: string; last: Date | null }>(
         `SELECT count(*) FILTER (WHERE status = 'succeeded') AS succeeded, max(updated_at) AS last
-           FROM webhook_deliveries WHERE id LIKE $1`,
-        [`msg_${tag}_%`],
+           FROM webhook_deliveries WHERE id = ANY($1::text[])`,
+        [ids],
       ),
     );
     const succeeded = Number(rows[0].succeeded);
     if (succeeded >= events || Date.now() > deadline) {
       const attempts = await withClient(db.url, async (client) =>
-        Number((await client.query('SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id LIKE $1', [`msg_${tag}_%`])).rows[0].n),
+        Number((await client.query('SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id = ANY($1::text[])', [ids])).rows[0].n),
       );
       return { succeeded, attempts, lastUpdatedAt: rows[0].last?.getTime() ?? 0 };
     }

@@ -26,6 +26,13 @@ export interface Metrics {
   circuitState: Gauge<'gate' | 'state'>;
   /** Endpoints the worker disabled (410 Gone, or failing for WEBHOOK_DISABLE_AFTER_S). */
   endpointsDisabled: Counter;
+  /**
+   * Day partitions past WEBHOOK_RETENTION_DAYS that the last prune kept because their
+   * deliveries still hold pending or delivering rows (DESIGN §3), set by each prune (worker).
+   */
+  retentionDaysKept: Gauge;
+  /** Failed deliveries dropped with their day partition by retention (DESIGN §11). */
+  retentionFailedDropped: Counter;
 }
 
 /**
@@ -80,6 +87,16 @@ export function createMetrics(service: string): Metrics {
     endpointsDisabled: new Counter({
       name: 'webhook_endpoints_disabled_total',
       help: 'Endpoints disabled by the worker (410 Gone or failing too long)',
+      registers,
+    }),
+    retentionDaysKept: new Gauge({
+      name: 'webhook_retention_days_kept',
+      help: 'Day partitions past the retention window kept because they still hold unfinished deliveries',
+      registers,
+    }),
+    retentionFailedDropped: new Counter({
+      name: 'webhook_retention_failed_dropped_total',
+      help: 'Failed deliveries dropped with their day partition by retention',
       registers,
     }),
   };

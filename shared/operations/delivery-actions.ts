@@ -9,6 +9,7 @@ import {
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
+import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
 import { gateKeyOf } from '../queue/circuit-breaker';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
@@ -34,10 +35,10 @@ export const TEST_MESSAGE = 'This is a test webhook.';
  *   QueueUnavailableError as `redeliverWebhook`
  */
 export async function redeliver(deps: DeliveryDeps, id: string, viewer: Viewer): Promise<void> {
-  const bind: unknown[] = [id];
+  const bind: unknown[] = [id, keyOf(id)];
   const [row] = await deps.db.sequelize.query<{ endpoint_id: number | null; active: boolean | null }>(
     `SELECT d.endpoint_id, e.active FROM webhook_deliveries d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.id = $1 AND ${visibleDeliveries(viewer, bind)}`,
+      WHERE d.id = $1 AND ${keyOfId('d.created_at', '$2')} AND ${visibleDeliveries(viewer, bind)}`,
     { bind, type: QueryTypes.SELECT },
   );
   if (!row) throw new DeliveryNotFoundError(id);
@@ -76,9 +77,10 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
       rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }) })),
     );
   } catch (error) {
-    await deps.db.sequelize.query(`UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND status = 'pending'`, {
-      bind: [ids],
-    });
+    await deps.db.sequelize.query(
+      `UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')} AND status = 'pending'`,
+      { bind: [ids, ...keysOf(ids)] },
+    );
     throw error;
   }
   return ids.length;

@@ -1,5 +1,6 @@
 import { QueryTypes } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
+import { keyOf, keyOfId } from '../db/partitions';
 import { Page, decodeCursor, toPage } from './cursor';
 import type { Viewer } from './viewer';
 
@@ -107,9 +108,9 @@ export async function listDeliveries(db: Database, viewer: Viewer, filters: Deli
 
 /** The delivery with its attempts, or null when there is none the viewer may see. */
 export async function getDeliveryDetails(db: Database, id: string, viewer: Viewer): Promise<DeliveryDetails | null> {
-  const bind: unknown[] = [id];
+  const bind: unknown[] = [id, keyOf(id)];
   const [row] = await db.sequelize.query<DeliveryRow>(
-    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1 AND ${visibleDeliveries(viewer, bind)}`,
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1 AND ${keyOfId('d.created_at', '$2')} AND ${visibleDeliveries(viewer, bind)}`,
     { bind, type: QueryTypes.SELECT },
   );
   if (!row) return null;
@@ -122,8 +123,8 @@ export async function getDeliveryDetails(db: Database, id: string, viewer: Viewe
     attempted_at: Date;
   }>(
     `SELECT attempt_number, status_code, error, duration_ms, response_body, attempted_at
-       FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt_number`,
-    { bind: [id], type: QueryTypes.SELECT },
+       FROM webhook_attempts WHERE delivery_id = $1 AND ${keyOfId('delivery_created_at', '$2')} ORDER BY attempt_number`,
+    { bind: [id, keyOf(id)], type: QueryTypes.SELECT },
   );
   return {
     ...presentDelivery(row),

@@ -11,7 +11,9 @@ export const REPLAY_LIMIT = 10_000;
 
 const DAY_MS = 86_400_000;
 
-// The endpoint row is locked first, so two replays of one endpoint never both write a
+// A delivery is never older than its event, so \`d.created_at >= $2\` bounds the partitions the
+// check reads. A replay's delivery is made now, in today's partition; the worker reads its
+// older event's body by that event's own key. The endpoint row is locked first, so two replays of one endpoint never both write a
 // delivery for the same event. Matching is the fan-out's own (subscription, ownership,
 // filter, fan-out.ts), applied to the endpoint as it is now.
 const REPLAY = `
@@ -24,14 +26,15 @@ const REPLAY = `
        AND (cardinality(ep.events) = 0 OR e.event = ANY(ep.events))
        AND (ep.user_id IS NULL OR ep.user_id = e.user_id)
        AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, e.body::jsonb -> '_data'))
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id)
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id AND d.created_at >= $2)
      ORDER BY e.created_at, e.id
      LIMIT $3
   )
-  INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event, user_id)
-  SELECT ${newIdSql('msg_')}, c.id, ep.id, ep.url, c.event, ep.user_id
-    FROM chosen c CROSS JOIN ep
-   ORDER BY c.created_at, c.id
+  INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id)
+  SELECT n.id, webhook_id_time(n.id), n.event_id, n.endpoint_id, n.url, n.event, n.user_id
+    FROM (SELECT ${newIdSql('msg_')} AS id, c.id AS event_id, ep.id AS endpoint_id, ep.url, c.event, ep.user_id
+            FROM chosen c CROSS JOIN ep
+           ORDER BY c.created_at, c.id OFFSET 0) n
   RETURNING id`;
 
 /**

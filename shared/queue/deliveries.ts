@@ -1,5 +1,6 @@
-import type { Sequelize, Transaction } from 'sequelize';
-import type { Database } from '../db';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Database, DeliveryStatus } from '../db';
+import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
 import { rawQuery } from '../db/raw-query';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
@@ -112,8 +113,8 @@ async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Pr
   if (unknown.length === 0) return [...jobs];
   const rows = await rawQuery<{ id: string; endpoint_id: number | null; url: string }>(sequelize, {
     name: 'outbox-gate-keys',
-    text: 'SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[])',
-    values: [unknown],
+    text: `SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
+    values: [unknown, ...keysOf(unknown)],
   });
   const gates = new Map(rows.map((row) => [row.id, gateKeyOf({ endpointId: row.endpoint_id, url: row.url })]));
   return jobs.flatMap((job) => {
@@ -124,10 +125,11 @@ async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Pr
 
 /** Sets `enqueued_at` on delivery rows whose jobs are in the queue. */
 export async function markEnqueued(sequelize: Sequelize, ids: string[], transaction?: Transaction): Promise<void> {
-  const sql = 'UPDATE webhook_deliveries SET enqueued_at = now(), updated_at = now() WHERE id = ANY($1::text[])';
+  const sql = `UPDATE webhook_deliveries SET enqueued_at = now(), updated_at = now() WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`;
+  const values = [ids, ...keysOf(ids)];
   // Outside a transaction this runs after every batch of creates: a prepared statement, past Sequelize's pipeline.
-  if (transaction) await sequelize.query(sql, { bind: [ids], transaction });
-  else await rawQuery(sequelize, { name: 'outbox-mark-enqueued', text: sql, values: [ids] });
+  if (transaction) await sequelize.query(sql, { bind: values, transaction });
+  else await rawQuery(sequelize, { name: 'outbox-mark-enqueued', text: sql, values });
 }
 
 /**
@@ -140,22 +142,29 @@ export async function markEnqueued(sequelize: Sequelize, ids: string[], transact
  * @throws QueueUnavailableError when Redis is away; the delivery is left as it was
  */
 export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
-  const { WebhookDelivery } = deps.db.models;
-  const delivery = await WebhookDelivery.findByPk(id, { attributes: ['id', 'status', 'endpointId', 'url'] });
+  const { sequelize } = deps.db;
+  const key = keyOf(id);
+  const byId = `id = $1 AND ${keyOfId('created_at', '$2')}`;
+  const [delivery] = await sequelize.query<{ status: DeliveryStatus; endpoint_id: number | null; url: string }>(
+    `SELECT status, endpoint_id, url FROM webhook_deliveries WHERE ${byId}`,
+    { bind: [id, key], type: QueryTypes.SELECT },
+  );
   if (!delivery) throw new DeliveryNotFoundError(id);
   const previous = delivery.status;
   if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const now = new Date();
-  const [claimed] = await WebhookDelivery.update(
-    { status: 'pending', enqueuedAt: now, nextAttemptAt: now, oneShot: true },
-    { where: { id, status: previous } },
+  const claimed = await sequelize.query<{ id: string }>(
+    `UPDATE webhook_deliveries SET status = 'pending', enqueued_at = now(), next_attempt_at = now(), one_shot = true, updated_at = now()
+      WHERE ${byId} AND status = $3 RETURNING id`,
+    { bind: [id, key, previous], type: QueryTypes.SELECT },
   );
-  if (claimed === 0) throw new DeliveryInProgressError(id);
+  if (claimed.length === 0) throw new DeliveryInProgressError(id);
   try {
-    await addOneShotJobs(deps.queue, [{ deliveryId: id, gate: gateKeyOf(delivery) }]);
+    await addOneShotJobs(deps.queue, [{ deliveryId: id, gate: gateKeyOf({ endpointId: delivery.endpoint_id, url: delivery.url }) }]);
   } catch (error) {
-    await WebhookDelivery.update({ status: previous, oneShot: false }, { where: { id, status: 'pending' } });
+    await sequelize.query(`UPDATE webhook_deliveries SET status = $3, one_shot = false, updated_at = now() WHERE ${byId} AND status = 'pending'`, {
+      bind: [id, key, previous],
+    });
     throw error;
   }
 }

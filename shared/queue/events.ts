@@ -1,4 +1,5 @@
 import { QueryTypes, Sequelize } from 'sequelize';
+import { createdAtOf } from '../db/partitions';
 import { newEventId } from '../webhook/ids';
 
 /**
@@ -13,6 +14,13 @@ export type EventKind = 'post' | 'fan-out' | 'send' | 'test' | 'notice';
  * `webhook_new_id`, the same UUIDv7 format as newWebhookId() and newEventId()).
  */
 export const newIdSql = (prefix: 'msg_' | 'evt_'): string => `webhook_new_id('${prefix}')`;
+
+/**
+ * A new id made at the time `at` holds (an SQL expression), such as an event's deliveries at
+ * their event's millisecond: they share its day partition (DESIGN §3). Write each row's
+ * `created_at` as `webhook_id_time(id)`.
+ */
+export const newIdAtSql = (prefix: 'msg_' | 'evt_', at: string): string => `webhook_new_id('${prefix}', ${at})`;
 
 /** One delivery of its own event: an ad-hoc send or an endpoint test. */
 export interface SingleDelivery {
@@ -41,13 +49,15 @@ export interface SingleDelivery {
  * @returns the event id
  */
 export async function insertSingleDelivery(sequelize: Sequelize, delivery: SingleDelivery): Promise<string> {
-  const eventId = newEventId();
+  // The event shares its delivery's millisecond, so both rows live in one day partition (DESIGN §3).
+  const createdAt = createdAtOf(delivery.id);
+  const eventId = newEventId(createdAt.getTime());
   await sequelize.query(
     `WITH ev AS (
-       INSERT INTO webhook_events (id, kind, event, body, user_id) VALUES ($1, $2, $3, $4, $5)
+       INSERT INTO webhook_events (id, created_at, kind, event, body, user_id) VALUES ($1, $15, $2, $3, $4, $5)
      )
-     INSERT INTO webhook_deliveries (id, event_id, endpoint_id, user_id, url, method, event, headers, secret, algo, signature_header, traceparent)
-     VALUES ($6, $1, $7, $5, $8, $9, $3, $10::jsonb, $11, $12, $13, $14)`,
+     INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, user_id, url, method, event, headers, secret, algo, signature_header, traceparent)
+     VALUES ($6, $15, $1, $7, $5, $8, $9, $3, $10::jsonb, $11, $12, $13, $14)`,
     {
       bind: [
         eventId,
@@ -64,6 +74,7 @@ export async function insertSingleDelivery(sequelize: Sequelize, delivery: Singl
         delivery.algo,
         delivery.signatureHeader,
         delivery.traceparent,
+        createdAt,
       ],
       type: QueryTypes.INSERT,
     },

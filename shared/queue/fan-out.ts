@@ -2,7 +2,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
-import { EventKind, newIdSql } from './events';
+import { EventKind, newIdAtSql, newIdSql } from './events';
 import type { DeliveryJob } from './webhook-queue';
 
 
@@ -38,14 +38,17 @@ export async function insertEventDeliveries(sequelize: Sequelize, transaction: T
 /** {@link insertEventDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
   const body = serializeEnvelope(fanOut.data, { event: fanOut.event, signable: true });
-  // One round trip: the ids are drawn by PostgreSQL. The writing request's trace travels in
-  // the row, so a revived job still joins it.
+  // One round trip: the ids are drawn by PostgreSQL, the deliveries' at their event's
+  // millisecond, so all rows share its day partition (DESIGN §3). The writing request's trace
+  // travels in the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
     `WITH ev AS (
-       INSERT INTO webhook_events (id, kind, event, body, user_id) VALUES (${newIdSql('evt_')}, $6, $1, $2, $3) RETURNING id
+       INSERT INTO webhook_events (id, created_at, kind, event, body, user_id)
+       SELECT f.id, webhook_id_time(f.id), $6, $1, $2, $3 FROM (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
+       RETURNING id, created_at
      )
-     INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event, user_id, traceparent)
-     SELECT ${newIdSql('msg_')}, ev.id, ep.id, ep.url, $1, ep.user_id, $4
+     INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id, traceparent)
+     SELECT ${newIdAtSql('msg_', 'ev.created_at')}, ev.created_at, ev.id, ep.id, ep.url, $1, ep.user_id, $4
        FROM webhook_endpoints ep CROSS JOIN ev
       WHERE ep.active AND (cardinality(ep.events) = 0 OR $1 = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = $3)
         AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, $5::jsonb))
@@ -76,20 +79,22 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
  */
 export function fanOutClauses(eventParam: string): string {
   // Each CTE holding new ids is read twice, so PostgreSQL materialises it: each id is drawn once.
+  // An event's deliveries are made at its millisecond: all its rows share one day partition.
   return `ev AS MATERIALIZED (
        SELECT s.*, ${newIdSql('evt_')} AS event_id FROM source s
      ), ev_written AS (
-       INSERT INTO webhook_events (id, kind, event, body, user_id)
-       SELECT event_id, 'post', ${eventParam}, body, owner_id FROM ev ORDER BY ord
+       INSERT INTO webhook_events (id, created_at, kind, event, body, user_id)
+       SELECT event_id, webhook_id_time(event_id), 'post', ${eventParam}, body, owner_id FROM ev ORDER BY ord
      ), fan AS MATERIALIZED (
-       SELECT ${newIdSql('msg_')} AS id, ep.id AS endpoint_id, ep.url, s.event_id, ep.user_id, s.traceparent, s.ord
+       SELECT ${newIdAtSql('msg_', 'webhook_id_time(s.event_id)')} AS id, webhook_id_time(s.event_id) AS created_at,
+              ep.id AS endpoint_id, ep.url, s.event_id, ep.user_id, s.traceparent, s.ord
          FROM ev s
          JOIN webhook_endpoints ep
            ON ep.active AND (cardinality(ep.events) = 0 OR ${eventParam} = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = s.owner_id)
           AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, s.body::jsonb -> '_data'))
      ), fan_written AS (
-       INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event, user_id, traceparent)
-       SELECT id, event_id, endpoint_id, url, ${eventParam}, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
+       INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id, traceparent)
+       SELECT id, created_at, event_id, endpoint_id, url, ${eventParam}, user_id, traceparent FROM fan ORDER BY ord, endpoint_id
      ), fan_by_event AS (
        SELECT ord, array_agg(id ORDER BY endpoint_id) AS delivery_ids, array_agg(endpoint_id ORDER BY endpoint_id) AS endpoint_ids
          FROM fan GROUP BY ord

@@ -15,9 +15,13 @@ export function uuidV7Bytes(nowMs: number = Date.now()): Buffer {
   return bytes;
 }
 
-/** A fresh event id (DESIGN §3): `evt_` and 22 base64url characters of a UUIDv7. */
-export function newEventId(): string {
-  return `evt_${uuidV7Bytes().toString('base64url')}`;
+/**
+ * A fresh event id (DESIGN §3): `evt_` and 22 base64url characters of a UUIDv7.
+ *
+ * @param nowMs - its time, unix milliseconds; default the clock (a delivery's own time puts its event in its day)
+ */
+export function newEventId(nowMs: number = Date.now()): string {
+  return `evt_${uuidV7Bytes(nowMs).toString('base64url')}`;
 }
 
 /**

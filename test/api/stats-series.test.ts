@@ -33,8 +33,9 @@ describe('stats series for charts (DESIGN §14)', () => {
     const id = await insertDelivery(harness.db, { endpointId, status, createdAt: attempts[0].at });
     for (const [index, attempt] of attempts.entries()) {
       await harness.db.sequelize.query(
-        `INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, attempted_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-        { bind: [id, index + 1, attempt.status, attempt.status === null ? 'timeout' : null, attempt.ms, attempt.at] },
+        `INSERT INTO webhook_attempts (delivery_id, delivery_created_at, attempt_number, status_code, error, duration_ms, attempted_at)
+         VALUES ($1, $7, $2, $3, $4, $5, $6)`,
+        { bind: [id, index + 1, attempt.status, attempt.status === null ? 'timeout' : null, attempt.ms, attempt.at, attempts[0].at] },
       );
     }
   }

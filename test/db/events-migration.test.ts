@@ -31,8 +31,8 @@ describe('the webhook_events migration', () => {
     await migrator.up();
     expect(await bodies()).toEqual([{ id: 'msg_legacy', body: '{"legacy":"é"}' }]);
     await db.sequelize.query(`
-      WITH ev AS (INSERT INTO webhook_events (id, kind, event, body) VALUES ('evt_new', 'send', 'post.created', '{"new":"ü"}'))
-      INSERT INTO webhook_deliveries (id, event_id, url, event) VALUES ('msg_new', 'evt_new', 'http://127.0.0.1:9/x', 'post.created')`);
+      WITH ev AS (INSERT INTO webhook_events (id, created_at, kind, event, body) VALUES ('evt_new', now(), 'send', 'post.created', '{"new":"ü"}'))
+      INSERT INTO webhook_deliveries (id, created_at, event_id, url, event) VALUES ('msg_new', now(), 'evt_new', 'http://127.0.0.1:9/x', 'post.created')`);
 
     await migrator.down({ to: EVENTS_MIGRATION });
     expect(await bodies()).toEqual([

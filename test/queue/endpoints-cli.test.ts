@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Database, createDatabase } from '../../shared/db';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { idAt } from '../support/partitions';
 
 const CLI = path.resolve(__dirname, '../../dist/scripts/endpoints-cli.js');
 
@@ -140,7 +141,8 @@ describe('endpoints CLI', () => {
 
   it('When an endpoint with a pending delivery is deleted, then it is gone from the list and the delivery failed with "endpoint deleted"', async () => {
     const { id } = JSON.parse(cli('add', '--url', 'https://example.com/deleted').stdout);
-    await db.models.WebhookDelivery.create({ id: 'msg_cli_delete_pending', endpointId: id, url: 'https://example.com/deleted', event: 'post.created', body: '{}' });
+    const pendingId = idAt('msg_', new Date());
+    await db.models.WebhookDelivery.create({ id: pendingId, endpointId: id, url: 'https://example.com/deleted', event: 'post.created', body: '{}' });
 
     const deleted = cli('delete', '--id', String(id));
 
@@ -148,7 +150,7 @@ describe('endpoints CLI', () => {
     expect(JSON.parse(deleted.stdout)).toEqual({ id, deleted: true });
     const listed = cli('list').stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
     expect(listed.map((endpoint) => endpoint.id)).not.toContain(id);
-    const delivery = await db.models.WebhookDelivery.findByPk('msg_cli_delete_pending', { rejectOnEmpty: true });
+    const delivery = await db.models.WebhookDelivery.findByPk(pendingId, { rejectOnEmpty: true });
     expect([delivery.status, delivery.lastError]).toEqual(['failed', 'endpoint deleted']);
     expect(cli('delete', '--id', String(id)).stderr).toMatch(`No endpoint has id ${id}.`);
   });
@@ -168,11 +170,13 @@ describe('endpoints CLI', () => {
   });
 
   it('When an endpoint replays, then the past events it never got are queued, and a reach past retention is a usage error', async () => {
+    const replayedEvents = [0, 1, 2].map((n) => idAt('evt_', new Date(Date.now() - 1_000 + n)));
     await db.sequelize.query(
-      `INSERT INTO webhook_events (id, kind, event, body, user_id) VALUES
-         ('evt_cli_replay_1', 'post', 'order.cli', '{"_data":{"n":1}}', NULL),
-         ('evt_cli_replay_2', 'fan-out', 'order.cli', '{"_data":{"n":2}}', NULL),
-         ('evt_cli_replay_test', 'test', 'order.cli', '{"_data":{"n":3}}', NULL)`,
+      `INSERT INTO webhook_events (id, created_at, kind, event, body, user_id) VALUES
+         ($1, webhook_id_time($1), 'post', 'order.cli', '{"_data":{"n":1}}', NULL),
+         ($2, webhook_id_time($2), 'fan-out', 'order.cli', '{"_data":{"n":2}}', NULL),
+         ($3, webhook_id_time($3), 'test', 'order.cli', '{"_data":{"n":3}}', NULL)`,
+      { bind: replayedEvents },
     );
     const { id } = JSON.parse(cli('add', '--url', 'https://example.com/replayed').stdout);
 
@@ -182,8 +186,8 @@ describe('endpoints CLI', () => {
       bind: [id],
     });
     expect(rows).toEqual([
-      { event_id: 'evt_cli_replay_1', queued: true },
-      { event_id: 'evt_cli_replay_2', queued: true },
+      { event_id: replayedEvents[0], queued: true },
+      { event_id: replayedEvents[1], queued: true },
     ]);
     expect(cli('replay', '--id', String(id), '--since', new Date(Date.now() - 60_000).toISOString()).stdout).toBe(`{"id":${id},"count":0}\n`);
 

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
 import { createRedis } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { idAt } from '../support/partitions';
 import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, silentLogger } from '../worker/support/harness';
 
 describe('outbox', () => {
@@ -84,8 +85,8 @@ describe('outbox', () => {
   });
 
   it('When several relays run at once, then each pending row is queued by exactly one of them', async () => {
-    const ids = ['msg_relay_a', 'msg_relay_b', 'msg_relay_c', 'msg_relay_d'];
     const created = new Date(Date.now() - 5_000);
+    const ids = [0, 1, 2, 3].map(() => idAt('msg_', created)).sort();
     await producer.db.models.WebhookDelivery.bulkCreate(
       ids.map((id) => ({ id, endpointId: null, url: 'http://127.0.0.1:9/x', event: 'post.created', body: '{}', createdAt: created })),
     );

@@ -1,4 +1,5 @@
 import { createDeliveryStore, AttemptRecord, DeliveryStore } from '../../services/webhook-worker/src/delivery-store';
+import { createdAtOf } from '../../shared/db/partitions';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { Producer, addEndpoint, createProducer, deliveryRows, recordEvent, resetAndClose } from './support/harness';
 
@@ -6,6 +7,7 @@ import { Producer, addEndpoint, createProducer, deliveryRows, recordEvent, reset
 function success(deliveryId: string, endpointId: number, response = 'ok'): AttemptRecord {
   return {
     deliveryId,
+    deliveryCreatedAt: createdAtOf(deliveryId),
     attemptNumber: 1,
     statusCode: 200,
     error: null,

@@ -2,6 +2,7 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 import { addDeliveryJobs, gateKeyOf } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { idAt } from '../support/partitions';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { Producer, addEndpoint, buildPostData, createProducer, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
 
@@ -52,7 +53,7 @@ describe('webhook worker: first attempts are never held back by a backlog of ret
   it('When 40 retries to a slow receiver are due, then new first attempts to a healthy endpoint still go out at once', async () => {
     await addEndpoint(producer.db, `${healthy.url}/hooks`);
     const retries = Array.from({ length: 40 }, (_, index) => ({
-      id: `msg_retry_${index}`,
+      id: idAt('msg_', new Date(Date.now() + index)),
       endpointId: null,
       url: slowUrl,
       event: 'user.updated',

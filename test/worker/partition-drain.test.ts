@@ -3,6 +3,7 @@ import { addDeliveryJobs, partitionOf } from '../../shared/queue';
 import { serializeEnvelope } from '../../shared/webhook';
 import { ArrivalRecorder, startArrivalRecorder } from '../support/arrival-recorder';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { idAt } from '../support/partitions';
 import { Producer, addEndpoint, createProducer } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
 
@@ -53,11 +54,11 @@ describe('partitioned queue: partitions taking turns with the slots', () => {
       WEBHOOK_ENDPOINT_CONCURRENCY: '1000',
     });
 
-    const ids = Array.from({ length: DELIVERIES }, (_, i) => `msg_drain_${i}`);
+    const ids = Array.from({ length: DELIVERIES }, () => idAt('msg_', new Date()));
     const body = serializeEnvelope({ n: 1 }, { event: 'post.created', signable: true });
     await producer.db.sequelize.query(
-      `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, enqueued_at)
-       SELECT d.id, d.endpoint_id, $3 || '/hooks', 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
+      `INSERT INTO webhook_deliveries (id, created_at, endpoint_id, url, event, body, enqueued_at)
+       SELECT d.id, webhook_id_time(d.id), d.endpoint_id, $3 || '/hooks', 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
       { bind: [ids, ids.map((_, i) => endpoints[i % ENDPOINTS]), receiver.url, body] },
     );
     for (let i = 0; i < DELIVERIES; i += CHUNK) {

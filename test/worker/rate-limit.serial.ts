@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { addDeliveryJobs } from '../../shared/queue';
 import { serializeEnvelope } from '../../shared/webhook';
-import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ArrivalRecorder, startArrivalRecorder } from '../support/arrival-recorder';
+import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { idAt } from '../support/partitions';
 import { Producer, addEndpoint, createProducer, eventually } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
 
@@ -53,11 +54,12 @@ describe('endpoint rate limit across two worker processes', () => {
   });
 
   /** `count` pending deliveries to the endpoint, added to the queue as the outbox adds them. */
-  async function queue(endpointId: number, url: string, count: number, tag: string): Promise<void> {
-    const ids = Array.from({ length: count }, (_, i) => `msg_rate_${tag}_${i}`);
+  async function queue(endpointId: number, url: string, count: number): Promise<void> {
+    const ids = Array.from({ length: count }, () => idAt('msg_', new Date()));
     const body = serializeEnvelope({ n: 1 }, { event: 'post.created', signable: true });
     await producer.db.sequelize.query(
-      `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, enqueued_at) SELECT unnest($1::text[]), $2, $3, 'post.created', $4, now()`,
+      `INSERT INTO webhook_deliveries (id, created_at, endpoint_id, url, event, body, enqueued_at)
+       SELECT id, webhook_id_time(id), $2, $3, 'post.created', $4, now() FROM unnest($1::text[]) AS id`,
       { bind: [ids, endpointId, url, body] },
     );
     await addDeliveryJobs(producer.queue, ids.map((deliveryId) => ({ deliveryId, gate: `e:${endpointId}` })));
@@ -69,10 +71,10 @@ describe('endpoint rate limit across two worker processes', () => {
     const fast = await addEndpoint(producer.db, `${other.url}/hooks`);
 
     const started = Date.now();
-    await queue(slow.id, `${limited.url}/hooks`, QUEUED, 'limited');
+    await queue(slow.id, `${limited.url}/hooks`, QUEUED);
     await limited.arrivals.waitFor(100, 30_000);
     const othersQueued = Date.now();
-    await queue(fast.id, `${other.url}/hooks`, OTHERS, 'other');
+    await queue(fast.id, `${other.url}/hooks`, OTHERS);
 
     const others = await other.arrivals.waitFor(OTHERS, 20_000);
     const all = await limited.arrivals.waitFor(QUEUED, 60_000);

@@ -1,7 +1,10 @@
 import { Queue } from 'bullmq';
+import { QueryTypes } from 'sequelize';
+import { createMetrics } from '../../shared/metrics';
 import { createRedis } from '../../shared/redis';
 import { MAINTENANCE_QUEUE_NAME, RETENTION_SCHEDULER_ID, createRetention } from '../../services/webhook-worker/src/retention';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
+import { ensureDays, idAt } from '../support/partitions';
 import { Producer, createProducer, eventually, silentLogger, startWorker } from './support/harness';
 
 const DAY_MS = 86_400_000;
@@ -22,54 +25,107 @@ describe('retention (DESIGN §11)', () => {
     await env.cleanup();
   });
 
-  async function addDelivery(id: string, status: string, ageDays: number): Promise<void> {
-    const createdAt = new Date(Date.now() - ageDays * DAY_MS);
-    await addEvent(`evt_${id}`, ageDays);
-    await producer.db.models.WebhookDelivery.create({
-      id,
-      endpointId: null,
-      url: 'http://127.0.0.1:9/x',
-      event: 'post.created',
-      eventId: `evt_${id}`,
-      status: status as 'succeeded',
-      createdAt,
-    });
-    await producer.db.models.WebhookAttempt.create({ deliveryId: id, attemptNumber: 1, statusCode: 200, durationMs: 5, responseBody: 'ok' } as never);
-  }
-
-  async function addEvent(id: string, ageDays: number): Promise<void> {
-    await producer.db.sequelize.query(
-      `INSERT INTO webhook_events (id, kind, event, body, created_at) VALUES ($1, 'post', 'post.created', '{}', now() - $2 * interval '1 day')`,
-      { bind: [id, ageDays] },
+  const sequelize = () => producer.db.sequelize;
+  const noonOf = (ageDays: number) => {
+    const day = new Date(Date.now() - ageDays * DAY_MS);
+    return new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate(), 12));
+  };
+  const partitionsOf = async (day: Date): Promise<string[]> => {
+    const stamp = day.toISOString().slice(0, 10).replace(/-/g, '');
+    const rows = await sequelize().query<{ name: string }>(
+      `SELECT relname AS name FROM pg_class WHERE relname IN ($1, $2, $3) ORDER BY relname`,
+      { bind: [`webhook_attempts_p${stamp}`, `webhook_deliveries_p${stamp}`, `webhook_events_p${stamp}`], type: QueryTypes.SELECT },
     );
+    return rows.map((row) => row.name);
+  };
+
+  /** An event made at `at` and one delivery of it per status, each with one attempt, as the api and worker write them. */
+  async function addDay(at: Date, statuses: string[]): Promise<{ eventId: string; deliveryIds: string[] }> {
+    await ensureDays(sequelize(), at);
+    const eventId = idAt('evt_', at);
+    await sequelize().query(
+      `INSERT INTO webhook_events (id, created_at, kind, event, body) VALUES ($1, webhook_id_time($1), 'post', 'post.created', $2)`,
+      { bind: [eventId, `{"_data":{"at":"${at.toISOString()}"}}`] },
+    );
+    const deliveryIds: string[] = [];
+    for (const status of statuses) {
+      const id = idAt('msg_', at);
+      deliveryIds.push(id);
+      await producer.db.models.WebhookDelivery.create({ id, endpointId: null, url: 'http://127.0.0.1:9/x', event: 'post.created', eventId, status: status as 'succeeded' });
+      await producer.db.models.WebhookAttempt.create({ deliveryId: id, attemptNumber: 1, statusCode: 200, durationMs: 5, responseBody: 'ok' } as never);
+    }
+    return { eventId, deliveryIds };
   }
 
-  it('When the prune runs, then old succeeded deliveries, their attempts, old events no delivery needs and old inbox rows go, in bounded batches; the rest stays', async () => {
-    for (let index = 0; index < 5; index += 1) await addDelivery(`msg_old_ok_${index}`, 'succeeded', 31);
-    await addDelivery('msg_old_failed', 'failed', 90);
-    await addDelivery('msg_old_pending', 'pending', 40);
-    await addDelivery('msg_new_ok', 'succeeded', 29);
-    await addEvent('evt_old_undelivered', 35);
-    await addEvent('evt_new_undelivered', 2);
-    await producer.db.sequelize.query(`
+  it('When the prune runs, then each day past the window goes whole (attempts, deliveries, events), a day still delivering stays, failed ones dropped are counted, and a younger replay keeps its body', async () => {
+    const oldDay = noonOf(40);
+    const busyDay = noonOf(35);
+    const recentDay = noonOf(29);
+    const old = await addDay(oldDay, ['succeeded', 'failed', 'succeeded']);
+    const busy = await addDay(busyDay, ['succeeded', 'pending']);
+    const recent = await addDay(recentDay, ['succeeded']);
+    // A replay made today of the old day's event: its delivery is younger than its event.
+    const replayId = idAt('msg_', new Date());
+    await producer.db.models.WebhookDelivery.create({ id: replayId, endpointId: null, url: 'http://127.0.0.1:9/x', event: 'post.created', eventId: old.eventId });
+    await sequelize().query(`
       INSERT INTO webhook_inbox (webhook_id, topic, event, received_at) VALUES
         ('msg_inbox_old_1', 'posts', 'post.created', now() - interval '31 days'),
         ('msg_inbox_old_2', 'posts', 'post.created', now() - interval '45 days'),
         ('msg_inbox_old_3', 'posts', 'post.created', now() - interval '60 days'),
         ('msg_inbox_new', 'posts', 'post.created', now() - interval '1 day')`);
-    const retention = createRetention({ config: env.config, sequelize: producer.db.sequelize, logger: silentLogger, batchSize: 2, schedule: false });
+    const metrics = createMetrics('webhook-worker');
+    const retention = createRetention({ config: env.config, sequelize: sequelize(), logger: silentLogger, metrics, batchSize: 2, schedule: false });
 
     const result = await retention.prune();
+    await retention.close();
 
-    expect(result).toEqual({ deliveries: 5, events: 6, inbox: 3 });
-    const kept = await producer.db.models.WebhookDelivery.findAll({ order: [['id', 'ASC']] });
-    expect(kept.map((row) => row.id)).toEqual(['msg_new_ok', 'msg_old_failed', 'msg_old_pending']);
+    expect(result).toEqual({ days: 1, daysKept: 1, deliveries: 3, failedDropped: 1, events: 0, inbox: 3 });
+    expect(await partitionsOf(oldDay)).toEqual([]);
+    expect(await partitionsOf(busyDay)).toHaveLength(3);
+    const kept = await producer.db.models.WebhookDelivery.findAll();
+    expect(kept.map((row) => row.id).sort()).toEqual([...busy.deliveryIds, ...recent.deliveryIds, replayId].sort());
     const attempts = await producer.db.models.WebhookAttempt.findAll();
-    expect(attempts.map((attempt) => attempt.deliveryId).sort()).toEqual(['msg_new_ok', 'msg_old_failed', 'msg_old_pending']);
-    const [events] = await producer.db.sequelize.query('SELECT id FROM webhook_events ORDER BY id');
-    expect(events).toEqual([{ id: 'evt_msg_new_ok' }, { id: 'evt_msg_old_failed' }, { id: 'evt_msg_old_pending' }, { id: 'evt_new_undelivered' }]);
-    const [inbox] = await producer.db.sequelize.query('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id');
+    expect(attempts.map((attempt) => attempt.deliveryId).sort()).toEqual([...busy.deliveryIds, ...recent.deliveryIds].sort());
+    const replay = await producer.db.models.WebhookDelivery.findByPk(replayId, { rejectOnEmpty: true });
+    expect(replay.body).toBe(`{"_data":{"at":"${oldDay.toISOString()}"}}`);
+    const [inbox] = await sequelize().query('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id');
     expect(inbox).toEqual([{ webhook_id: 'msg_inbox_new' }]);
+    expect((await metrics.registry.getSingleMetric('webhook_retention_failed_dropped_total')?.get())?.values[0]?.value).toBe(1);
+    expect((await metrics.registry.getSingleMetric('webhook_retention_days_kept')?.get())?.values[0]?.value).toBe(1);
+  });
+
+  it('When the tables are busy past the lock timeout, then the day stays for the next run and the prune does not wait', async () => {
+    const oldDay = noonOf(50);
+    await addDay(oldDay, ['succeeded']);
+    const retention = createRetention({ config: env.config, sequelize: sequelize(), logger: silentLogger, lockTimeoutMs: 50, schedule: false });
+    const blocker = await sequelize().transaction();
+    try {
+      await sequelize().query('LOCK TABLE webhook_events IN ROW EXCLUSIVE MODE', { transaction: blocker });
+      const started = Date.now();
+      const result = await retention.prune();
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(result.days).toBe(0);
+      expect(await partitionsOf(oldDay)).toHaveLength(3);
+    } finally {
+      await blocker.rollback();
+    }
+    expect((await retention.prune()).days).toBe(1);
+    expect(await partitionsOf(oldDay)).toEqual([]);
+    await retention.close();
+  });
+
+  it('When a worker starts after days without one, then the day partitions through today + 7 exist again', async () => {
+    const ahead = [6, 7].map((days) => new Date(Date.now() + days * DAY_MS));
+    for (const day of ahead) {
+      for (const name of await partitionsOf(day)) await sequelize().query(`DROP TABLE ${name}`);
+      expect(await partitionsOf(day)).toEqual([]);
+    }
+    const running = startWorker(env.config, producer.db);
+    try {
+      for (const day of ahead) await eventually(async () => (await partitionsOf(day)).length === 3, 10_000, 'partitions ahead');
+    } finally {
+      await running.close();
+    }
   });
 
   it('When two workers start, then one daily job scheduler exists, and the queues keep bounded job tails and event streams', async () => {

@@ -2,6 +2,7 @@ import fastifyStatic from '@fastify/static';
 import Fastify, { FastifyInstance } from 'fastify';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
+import { ensureDayPartitions } from '../../../shared/db/partitions';
 import { databasePlugin } from '../../../shared/http/database-plugin';
 import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
@@ -100,7 +101,14 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.setNotFoundHandler((_request, reply) => reply.code(404).send(layout.errorBody(404, 'Not found.')));
   app.register(databasePlugin, { database });
   app.register(redisPlugin, { redis });
-  app.addHook('onReady', async () => outbox.startRelay());
+  app.addHook('onReady', async () => {
+    outbox.startRelay();
+    // DESIGN §3: every process makes the day partitions ahead when it starts. A database that
+    // is away now does not stop the api; the worker's daily job and the next start make them.
+    await ensureDayPartitions(database.sequelize).catch((error: unknown) => {
+      app.log.warn({ err: error }, 'could not make the day partitions ahead');
+    });
+  });
   // Before the Redis connection it uses is closed by the redis plugin's own hook.
   app.addHook('preClose', async () => {
     await outbox.stop();

@@ -1,9 +1,11 @@
 import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import { isDatabaseUnavailable, type DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
-import { rawQuery } from '../../../shared/db/raw-query';
+import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
+import { DeliveryGoneError } from './errors';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
-import { newIdSql } from '../../../shared/queue/events';
+import { newIdAtSql, newIdSql } from '../../../shared/queue/events';
+import { keyOf, keyOfId, keyRange, keysOf } from '../../../shared/db/partitions';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
 export interface ClaimedDelivery {
@@ -25,6 +27,8 @@ export interface ClaimedDelivery {
   endpointActive: boolean | null;
   /** The delivery's endpoint was deleted: it must not be signed with the derived secret. */
   endpointDeleted: boolean;
+  /** The row's `created_at`: its partition key, which its attempts carry (DESIGN §3). */
+  createdAt: Date;
   /** Exactly one attempt (a redelivery), whatever its outcome. */
   oneShot: boolean;
   /** Place in its FIFO endpoint's order (DESIGN §6); null for other endpoints. */
@@ -44,6 +48,8 @@ export interface DeliveryState {
 /** One finished attempt and the delivery state it leads to, written together. */
 export interface AttemptRecord {
   deliveryId: string;
+  /** The delivery's `created_at` ({@link ClaimedDelivery.createdAt}): the attempt row's partition key. */
+  deliveryCreatedAt: Date;
   attemptNumber: number;
   statusCode: number | null;
   error: string | null;
@@ -83,15 +89,17 @@ export interface DeliveryStore {
   peek(deliveryId: string): Promise<DeliveryState | null>;
   /**
    * The FIFO delivery that comes after `sequence` on the endpoint and has not finished, if any:
-   * the one to wake when the delivery at `sequence` ends (DESIGN §6).
+   * the one to wake when the delivery at `sequence` (`deliveryId`) ends (DESIGN §6). It is
+   * looked for among rows made from a day before that one on.
    */
-  nextInLine(endpointId: number, sequence: string): Promise<string | null>;
+  nextInLine(endpointId: number, sequence: string, deliveryId: string): Promise<string | null>;
   /**
    * Writes, in one statement: the webhook_attempts row, the delivery's new state, the
    * endpoint's health (`failing_since`), and when the endpoint is disabled (410 Gone, or
    * failing with no success for WEBHOOK_DISABLE_AFTER_S) its `disabled_reason` plus one
    * `endpoint.disabled` delivery per subscribed active operator endpoint (the outbox).
    * Successes of concurrent jobs share one statement.
+   * @throws DeliveryGoneError when the delivery no longer exists (nothing is written)
    */
   recordAttempt(record: AttemptRecord): Promise<RecordResult>;
   /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
@@ -100,10 +108,12 @@ export interface DeliveryStore {
 
 interface ClaimRow {
   id: string;
+  event_id: string | null;
+  created_at: Date;
   endpoint_id: number | null;
   url: string;
   method: string;
-  body: string;
+  body: string | null;
   headers: Record<string, string>;
   secret: string | null;
   algo: HmacAlgo;
@@ -119,15 +129,19 @@ interface ClaimRow {
   sequence: string | null;
 }
 
-/** An earlier delivery of w's FIFO endpoint that has not finished (a one-shot redelivery never holds the line). */
-const AHEAD_IN_LINE = `EXISTS (
-  SELECT 1 FROM webhook_deliveries p
-   WHERE p.endpoint_id = w.endpoint_id AND p.sequence < w.sequence
-     AND p.status IN ('pending', 'delivering') AND NOT p.one_shot)`;
+/**
+ * An earlier delivery of w's FIFO endpoint has not finished (a one-shot redelivery never holds
+ * the line). Such a row may be of any day: the migration's PL/pgSQL function probes every
+ * partition's partial index on a plan of its own, so the claim's planning stays one partition's.
+ */
+const AHEAD_IN_LINE = `webhook_fifo_ahead(w.endpoint_id, w.sequence)`;
 
 // The worker's hot statements are prepared (named): planning their CTEs cost PostgreSQL twice
 // what running them did. Their plans join on primary keys, whatever a batch's size.
-// $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery).
+// $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery), $3 and $4
+// the range of their partition keys (shared/db/partitions.ts), so the plan holds only their
+// day's partitions. An event shares its deliveries' millisecond, so the same range finds it;
+// a replay's delivery is younger than its event, whose body is then read apart.
 const CLAIM_BATCH = {
   name: 'webhook_worker_claim',
   text: `
@@ -136,16 +150,17 @@ const CLAIM_BATCH = {
   ), d AS (
     UPDATE webhook_deliveries w SET status = 'delivering', updated_at = now()
       FROM c
-     WHERE w.id = c.id AND w.status IN ('pending', 'delivering')
+     WHERE w.id = c.id AND ${keyRange('w.created_at', '$3', '$4')} AND w.status IN ('pending', 'delivering')
        AND (c.one_shot OR w.one_shot OR w.next_attempt_at IS NULL OR w.next_attempt_at <= now() + interval '1 second')
        AND (c.one_shot OR w.one_shot OR w.sequence IS NULL OR NOT ${AHEAD_IN_LINE})
-    RETURNING w.id, w.endpoint_id, w.url, w.method, w.body AS legacy_body, w.event_id, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
+    RETURNING w.id, w.created_at, w.endpoint_id, w.url, w.method, w.body AS legacy_body, w.event_id, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
               w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
   )
   SELECT d.*, COALESCE(d.legacy_body, ev.body) AS body, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
          e.active AS endpoint_active,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
-    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id LEFT JOIN webhook_events ev ON ev.id = d.event_id`,
+    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      LEFT JOIN webhook_events ev ON ev.id = d.event_id AND ${keyRange('ev.created_at', '$3', '$4')}`,
 };
 
 const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -158,14 +173,23 @@ const DISABLES = `e.active AND ($10::text IS NOT NULL OR (NOT $9::boolean
 // statement may change a row once. The healthy path writes no endpoint row at all: only the
 // first failure after a success and the first success after a failure do. A duplicate
 // attempt number (a job re-run after a crash mid-record) is ignored. The notice's body is
-// the DESIGN §7 envelope, built here so it commits with the disable.
+// the DESIGN §7 envelope, built here so it commits with the disable. No foreign key ties an
+// attempt to its delivery (DESIGN §3): the attempt is written only for a delivery the
+// statement found, and none (a delivery gone meanwhile) is reported.
 const RECORD = {
   name: 'webhook_worker_record',
   text: `
-  WITH attempt AS (
-    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body)
-    VALUES ($1, $2, $3::int, $4::text, $5, $6::text)
-    ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+  WITH delivery AS (
+    UPDATE webhook_deliveries
+       SET status = $7::text, attempts = GREATEST(attempts, $2), next_attempt_at = $8::timestamptz,
+           last_status_code = $3::int, last_error = $4::text, one_shot = false,
+           delivered_at = CASE WHEN $7::text = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
+     WHERE id = $1 AND ${keyOfId('created_at', '$14')}
+    RETURNING id
+  ), attempt AS (
+    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body, delivery_created_at)
+    SELECT $1, $2, $3::int, $4::text, $5, $6::text, $13::timestamptz FROM delivery
+    ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
   ), disabled AS (
     UPDATE webhook_endpoints e
        SET active = false, failing_since = COALESCE(e.failing_since, now()), updated_at = now(),
@@ -179,30 +203,25 @@ const RECORD = {
      WHERE e.id = $12::int AND NOT COALESCE(${DISABLES}, false)
        AND CASE WHEN $9::boolean THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END
   ), notice_event AS (
-    INSERT INTO webhook_events (id, kind, event, body)
-    SELECT ${newIdSql('evt_')}, 'notice', 'endpoint.disabled',
+    INSERT INTO webhook_events (id, created_at, kind, event, body)
+    SELECT f.id, webhook_id_time(f.id), 'notice', 'endpoint.disabled',
            '{"_data":{"endpoint_id":' || d.id || ',"url":' || to_json(d.url)::text
            || ',"reason":' || to_json(d.disabled_reason)::text
            || ',"disabled_at":"' || to_char(d.updated_at AT TIME ZONE 'UTC', ${ISO_UTC})
            || '"},"_config":{"app.webhook.event":"endpoint.disabled","app.webhook.signable":1}}'
-      FROM disabled d
-    RETURNING id
+      FROM disabled d CROSS JOIN LATERAL (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
+    RETURNING id, created_at
   ), notice AS (
-    INSERT INTO webhook_deliveries (id, event_id, endpoint_id, url, event)
-    SELECT ${newIdSql('msg_')}, n.id, o.id, o.url, 'endpoint.disabled'
+    INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event)
+    SELECT ${newIdAtSql('msg_', 'n.created_at')}, n.created_at, n.id, o.id, o.url, 'endpoint.disabled'
       FROM disabled d CROSS JOIN notice_event n JOIN webhook_endpoints o
         ON o.user_id IS NULL AND o.active AND o.id <> d.id
        AND (cardinality(o.events) = 0 OR 'endpoint.disabled' = ANY(o.events))
        AND (o.filter IS NULL OR webhook_filter_matches(o.filter, jsonb_build_object('endpoint_id', d.id, 'url', d.url, 'reason', d.disabled_reason)))
     RETURNING id
-  ), delivery AS (
-    UPDATE webhook_deliveries
-       SET status = $7::text, attempts = GREATEST(attempts, $2), next_attempt_at = $8::timestamptz,
-           last_status_code = $3::int, last_error = $4::text, one_shot = false,
-           delivered_at = CASE WHEN $7::text = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
-     WHERE id = $1
   )
-  SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason`,
+  SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason,
+         EXISTS (SELECT 1 FROM delivery) AS found`,
 };
 
 // The common case, a 2xx, for a batch of attempts at once: $1..$6 one array entry per
@@ -212,26 +231,39 @@ const RECORD_SUCCESSES = {
   name: 'webhook_worker_record_successes',
   text: `
   WITH r AS (
-    SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::text[], $6::int[])
-      AS r(delivery_id, attempt_number, status_code, duration_ms, response_body, endpoint_id)
+    SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::text[], $6::int[], $7::timestamptz[])
+      AS r(delivery_id, attempt_number, status_code, duration_ms, response_body, endpoint_id, delivery_created_at)
+  ), done AS (
+    UPDATE webhook_deliveries w
+       SET status = 'succeeded', attempts = GREATEST(w.attempts, r.attempt_number), next_attempt_at = NULL,
+           last_status_code = r.status_code, last_error = NULL, one_shot = false, delivered_at = now(), updated_at = now()
+      FROM r
+     WHERE w.id = r.delivery_id AND ${keyRange('w.created_at', '$8', '$9')}
+    RETURNING w.id
   ), attempt AS (
-    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, duration_ms, response_body)
-    SELECT delivery_id, attempt_number, status_code, duration_ms, response_body FROM r
-    ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, duration_ms, response_body, delivery_created_at)
+    SELECT r.delivery_id, r.attempt_number, r.status_code, r.duration_ms, r.response_body, r.delivery_created_at FROM r JOIN done ON done.id = r.delivery_id
+    ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
   ), health AS (
     UPDATE webhook_endpoints e SET failing_since = NULL
      WHERE e.id IN (SELECT endpoint_id FROM r) AND e.failing_since IS NOT NULL
   )
-  UPDATE webhook_deliveries w
-     SET status = 'succeeded', attempts = GREATEST(w.attempts, r.attempt_number), next_attempt_at = NULL,
-         last_status_code = r.status_code, last_error = NULL, one_shot = false, delivered_at = now(), updated_at = now()
-    FROM r
-   WHERE w.id = r.delivery_id`,
+  SELECT id FROM done`,
 };
 
-function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
+/**
+ * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
+ * tests can show its plan holds only the batch's day partitions (DESIGN §3).
+ */
+export function claimStatement(claims: readonly { deliveryId: string; oneShot: boolean }[]): RawStatement {
+  const ids = claims.map((claim) => claim.deliveryId);
+  return { ...CLAIM_BATCH, values: [ids, claims.map((claim) => claim.oneShot), ...keysOf(ids)] };
+}
+
+function toClaimedDelivery(row: ClaimRow & { body: string }): ClaimedDelivery {
   return {
     id: row.id,
+    createdAt: row.created_at,
     endpointId: row.endpoint_id,
     url: row.url,
     method: row.method,
@@ -280,14 +312,26 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     });
   }
 
+  /** The bodies of events older than their claimed deliveries (replays), by a lookup of their own. */
+  async function withBodies(rows: ClaimRow[]): Promise<(ClaimRow & { body: string })[]> {
+    const missing = [...new Set(rows.flatMap((row) => (row.body === null && row.event_id !== null ? [row.event_id] : [])))];
+    if (missing.length === 0) return rows as (ClaimRow & { body: string })[];
+    const events = await rawQuery<{ id: string; body: string }>(sequelize, {
+      text: `SELECT id, body FROM webhook_events WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
+      values: [missing, ...keysOf(missing)],
+    });
+    const bodies = new Map(events.map((event) => [event.id, event.body]));
+    return rows.map((row) => ({ ...row, body: row.body ?? bodies.get(row.event_id ?? '') ?? '' }));
+  }
+
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    const rows = await rawQuery<ClaimRow>(sequelize, { ...CLAIM_BATCH, values: [batch.map((claim) => claim.deliveryId), batch.map((claim) => claim.oneShot)] });
-    const claimed = new Map(rows.map((row) => [row.id, toClaimedDelivery(row)]));
+    const rows = await rawQuery<ClaimRow>(sequelize, claimStatement(batch));
+    const claimed = new Map((await withBodies(rows)).map((row) => [row.id, toClaimedDelivery(row)]));
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
 
-  const successes = batched<AttemptRecord, RecordResult>(async (batch) => {
-    await rawQuery(sequelize, {
+  const successes = createGroupCommit<AttemptRecord, RecordResult>(async (batch) => {
+    const done = await rawQuery<{ id: string }>(sequelize, {
       ...RECORD_SUCCESSES,
       values: [
         batch.map((record) => record.deliveryId),
@@ -296,18 +340,25 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         batch.map((record) => record.durationMs),
         batch.map((record) => storableText(record.response)),
         batch.map((record) => record.endpointId),
+        batch.map((record) => record.deliveryCreatedAt),
+        ...keysOf(batch.map((record) => record.deliveryId)),
       ],
     });
-    return batch.map(() => ({ noticeIds: [], disabledReason: null }));
-  });
+    const found = new Set(done.map((row) => row.id));
+    return batch.map((record) =>
+      found.has(record.deliveryId)
+        ? { ok: true as const, value: { noticeIds: [], disabledReason: null } }
+        : { ok: false as const, error: new DeliveryGoneError(record.deliveryId) },
+    );
+  }, { retryAlone: (error) => !postponesAttempt(error) });
 
   return {
     claim: (deliveryId, oneShot) => claims.submit({ deliveryId, oneShot }),
 
     async unclaim(deliveryId) {
       await sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND status = 'delivering'`,
-        { bind: [deliveryId] },
+        `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND ${keyOfId('created_at', '$2')} AND status = 'delivering'`,
+        { bind: [deliveryId, keyOf(deliveryId)] },
       );
     },
 
@@ -315,26 +366,31 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       const rows = await sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null; queued_behind: boolean }>(
         `SELECT w.status, w.next_attempt_at,
                 (w.sequence IS NOT NULL AND NOT w.one_shot AND w.status IN ('pending', 'delivering') AND ${AHEAD_IN_LINE}) AS queued_behind
-           FROM webhook_deliveries w WHERE w.id = $1`,
-        { bind: [deliveryId], type: QueryTypes.SELECT },
+           FROM webhook_deliveries w WHERE w.id = $1 AND ${keyOfId('w.created_at', '$2')}`,
+        { bind: [deliveryId, keyOf(deliveryId)], type: QueryTypes.SELECT },
       );
       const row = rows[0];
       return row ? { status: row.status, nextAttemptAt: row.next_attempt_at, queuedBehind: row.queued_behind } : null;
     },
 
-    async nextInLine(endpointId, sequence) {
+    async nextInLine(endpointId, sequence, deliveryId) {
+      // A later sequence was written after this row's transaction committed; its id (its day)
+      // was drawn before its insert, so a day of slack covers any wait for the endpoint's lock.
+      const at = keyOf(deliveryId);
+      const from = at ? new Date(at.getTime() - NEXT_IN_LINE_SLACK_MS) : null;
       const rows = await sequelize.query<{ id: string }>(
         `SELECT id FROM webhook_deliveries
           WHERE endpoint_id = $1 AND sequence > $2 AND status IN ('pending', 'delivering') AND NOT one_shot
+            AND ${keyRange('created_at', '$3', '$4')}
           ORDER BY sequence LIMIT 1`,
-        { bind: [endpointId, sequence], type: QueryTypes.SELECT },
+        { bind: [endpointId, sequence, from, new Date(Date.now() + NEXT_IN_LINE_SLACK_MS)], type: QueryTypes.SELECT },
       );
       return rows[0]?.id ?? null;
     },
 
     async recordAttempt(record) {
       if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) return successes.submit(record);
-      const rows = await rawQuery<{ notice_ids: string[] | null; disabled_reason: string | null }>(sequelize, {
+      const rows = await rawQuery<{ notice_ids: string[] | null; disabled_reason: string | null; found: boolean }>(sequelize, {
         ...RECORD,
         values: [
           record.deliveryId,
@@ -349,20 +405,26 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
           record.goneReason,
           disableAfterS,
           record.endpointId,
+          record.deliveryCreatedAt,
+          keyOf(record.deliveryId),
         ],
       });
-      return { noticeIds: rows[0]?.notice_ids ?? [], disabledReason: rows[0]?.disabled_reason ?? null };
+      if (!rows[0]?.found) throw new DeliveryGoneError(record.deliveryId);
+      return { noticeIds: rows[0].notice_ids ?? [], disabledReason: rows[0].disabled_reason ?? null };
     },
 
     async failWithoutAttempt(deliveryId, reason) {
       await sequelize.query(
         `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, one_shot = false, updated_at = now()
-          WHERE id = $1`,
-        { bind: [deliveryId, reason] },
+          WHERE id = $1 AND ${keyOfId('created_at', '$3')}`,
+        { bind: [deliveryId, reason, keyOf(deliveryId)] },
       );
     },
   };
 }
+
+/** How far before a FIFO delivery's own day {@link DeliveryStore.nextInLine} looks, and after now, ms. */
+const NEXT_IN_LINE_SLACK_MS = 86_400_000;
 
 /** PostgreSQL text cannot hold NUL; a binary answer keeps the rest of its excerpt. */
 function storableText(text: string | null): string | null {

@@ -32,3 +32,11 @@ export class AttemptTimeoutError extends Error {
     this.name = 'AttemptTimeoutError';
   }
 }
+
+/** An attempt was recorded for a delivery that no longer exists (pruned meanwhile); nothing was written. */
+export class DeliveryGoneError extends Error {
+  constructor(deliveryId: string, options: WorkerErrorOptions = {}) {
+    super(`Delivery ${deliveryId} no longer exists.`, options);
+    this.name = 'DeliveryGoneError';
+  }
+}

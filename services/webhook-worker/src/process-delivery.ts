@@ -200,7 +200,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   async function wakeNextInLine(delivery: ClaimedDelivery, scope: JobScope, log: Logger): Promise<void> {
     if (delivery.sequence === null || delivery.endpointId === null) return;
     try {
-      const next = await store.nextInLine(delivery.endpointId, delivery.sequence);
+      const next = await store.nextInLine(delivery.endpointId, delivery.sequence, delivery.id);
       // Same endpoint, so same partition, unless the count changed since: then wake looks further.
       if (next) await options.wake([next], scope.partition);
     } catch (error) {
@@ -322,6 +322,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     const gone = decision.kind === 'failed' && decision.disableEndpoint && delivery.endpointId !== null;
     const recorded = await store.recordAttempt({
       deliveryId: delivery.id,
+      deliveryCreatedAt: delivery.createdAt,
       attemptNumber,
       statusCode: result.statusCode,
       error: result.error,

@@ -2,7 +2,15 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { QueryTypes, Sequelize } from 'sequelize';
 import type { Config } from '../../../shared/config';
+import { dayPartitionsBefore, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
+import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
+
+/** A statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03). */
+function isLockTimeout(error: unknown): boolean {
+  const parent = (error as { parent?: { code?: string } }).parent;
+  return parent?.code === '55P03' || (error as { code?: string }).code === '55P03';
+}
 
 /** The queue of the worker's own housekeeping jobs (one BullMQ job scheduler: the daily prune). */
 export const MAINTENANCE_QUEUE_NAME = 'webhook-maintenance';
@@ -22,12 +30,26 @@ export const RETENTION_SCHEDULER_ID = 'retention';
 const RETENTION_PATTERN = '17 3 * * *';
 /** Rows deleted per statement, so a large table is never locked for long. */
 const DEFAULT_BATCH_SIZE = 1_000;
+/**
+ * How long detaching a day may wait for the tables' locks, ms. While it waits, every statement
+ * on the table queues behind it, so it gives up soon and tries again next run.
+ */
+const DEFAULT_LOCK_TIMEOUT_MS = 200;
+const DAY_MS = 86_400_000;
+/** The order days are dropped in: what references first (DESIGN §3). */
+const DAY_TABLES = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'] as const;
 
-/** Rows one prune removed. */
+/** What one prune removed and kept. */
 export interface PruneResult {
-  /** Succeeded deliveries removed, with their webhook_attempts rows (ON DELETE CASCADE). */
+  /** Day partitions dropped (each day: its attempts, deliveries and events). */
+  days: number;
+  /** Days past the window kept because their deliveries still hold pending or delivering rows. */
+  daysKept: number;
+  /** Deliveries dropped with their days, and succeeded ones deleted from the legacy partition. */
   deliveries: number;
-  /** webhook_events rows removed: past the window and no longer delivered by any row. */
+  /** Failed deliveries among those dropped with their days (DESIGN §11: recoverable only within the window). */
+  failedDropped: number;
+  /** webhook_events rows deleted from the legacy partition: past the window and no longer delivered by any row. */
   events: number;
   /** webhook_inbox rows removed. */
   inbox: number;
@@ -35,11 +57,13 @@ export interface PruneResult {
 
 export interface Retention {
   /**
-   * Prunes, in batches of `batchSize` rows per statement until none is left: succeeded
-   * deliveries created more than WEBHOOK_RETENTION_DAYS ago (their attempts go with them),
-   * the events made before then that no delivery references any more, and webhook_inbox
-   * rows received before then. Failed and unfinished deliveries are kept
-   * (DESIGN §11), also when their endpoint is deleted.
+   * Keeps the day partitions through today + 7 (DESIGN §3), then prunes what is older than
+   * WEBHOOK_RETENTION_DAYS: each whole day partition (attempts, then deliveries, then events,
+   * detached under a short lock timeout), unless its deliveries still hold pending or
+   * delivering rows; in the legacy partition, in batches of `batchSize` rows, succeeded
+   * deliveries with their attempts and the events no delivery references any more; and
+   * webhook_inbox rows received before then. A day whose lock does not come in time is logged
+   * and left for the next run.
    */
   prune(): Promise<PruneResult>;
   /** Stops the maintenance worker and closes its connections. */
@@ -50,8 +74,12 @@ export interface RetentionOptions {
   config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions'>;
   sequelize: Sequelize;
   logger: Logger;
+  /** Counts of kept days and dropped failed deliveries (DESIGN §3, §11). */
+  metrics?: Pick<Metrics, 'retentionDaysKept' | 'retentionFailedDropped'>;
   /** Rows per statement; default 1000. */
   batchSize?: number;
+  /** How long detaching a day waits for its locks, ms; default 200. */
+  lockTimeoutMs?: number;
   /** Schedule the daily prune and run it when due (default true); tests call prune() directly. */
   schedule?: boolean;
 }
@@ -59,11 +87,16 @@ export interface RetentionOptions {
 /**
  * The retention of DESIGN §11: a BullMQ job scheduler (`upsertJobScheduler`, so however many
  * workers start, one scheduler exists and one of them runs each day's job) on the
- * `webhook-maintenance` queue, and the prune it runs.
+ * `webhook-maintenance` queue, and the prune it runs. Creating it also makes the day
+ * partitions through today + 7 (DESIGN §3), as every process does when it starts.
  */
 export function createRetention(options: RetentionOptions): Retention {
-  const { config, sequelize, logger } = options;
+  const { config, sequelize, logger, metrics } = options;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const horizon = ensureDayPartitions(sequelize).catch((error: unknown) => {
+    logger.warn({ err: error }, 'could not make the day partitions ahead; the daily prune and the next start retry');
+  });
 
   async function inBatches(sql: string): Promise<number> {
     let total = 0;
@@ -75,32 +108,107 @@ export function createRetention(options: RetentionOptions): Retention {
     }
   }
 
-  async function prune(): Promise<PruneResult> {
+  /** The legacy partition is no day: its rows go the old way, a batch at a time. */
+  async function pruneLegacy(): Promise<{ deliveries: number; events: number }> {
     const deliveries = await inBatches(`
       WITH doomed AS (
-        SELECT id FROM webhook_deliveries
+        SELECT id, created_at FROM ${legacyPartitionName('webhook_deliveries')}
          WHERE status = 'succeeded' AND created_at < now() - $1 * interval '1 day'
          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), gone AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.id = doomed.id RETURNING 1)
+      ), attempts AS (
+        DELETE FROM ${legacyPartitionName('webhook_attempts')} a USING doomed WHERE a.delivery_id = doomed.id
+      ), gone AS (DELETE FROM ${legacyPartitionName('webhook_deliveries')} d USING doomed WHERE d.id = doomed.id AND d.created_at = doomed.created_at RETURNING 1)
       SELECT count(*)::int AS n FROM gone`);
     const events = await inBatches(`
       WITH doomed AS (
-        SELECT id FROM webhook_events e
+        SELECT id, created_at FROM ${legacyPartitionName('webhook_events')} e
          WHERE created_at < now() - $1 * interval '1 day'
            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), gone AS (DELETE FROM webhook_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
+      ), gone AS (DELETE FROM ${legacyPartitionName('webhook_events')} e USING doomed WHERE e.id = doomed.id AND e.created_at = doomed.created_at RETURNING 1)
       SELECT count(*)::int AS n FROM gone`);
-    const inbox = await inBatches(`
+    return { deliveries, events };
+  }
+
+  /**
+   * Drops one day's partitions. Kept (null) while its deliveries hold unfinished rows. A younger
+   * delivery of one of its events (a replay) gets the event's body first, so no reference
+   * breaks. The three detaches commit together, under a short lock timeout.
+   *
+   * @returns the deliveries and failed deliveries dropped, or null when the day is kept
+   * @throws a lock timeout (SQLSTATE 55P03) when the tables stayed busy
+   */
+  async function dropDay(day: Date): Promise<{ deliveries: number; failed: number } | null> {
+    const deliveries = partitionName('webhook_deliveries', day);
+    const [counts] = await sequelize.query<{ unfinished: boolean; total: number; failed: number }>(
+      `SELECT EXISTS (SELECT 1 FROM ${deliveries} WHERE status IN ('pending', 'delivering')) AS unfinished,
+              (SELECT count(*)::int FROM ${deliveries}) AS total,
+              (SELECT count(*)::int FROM ${deliveries} WHERE status = 'failed') AS failed`,
+      { type: QueryTypes.SELECT },
+    );
+    if (counts.unfinished) return null;
+    await sequelize.query(
+      `UPDATE webhook_deliveries d SET body = e.body
+         FROM ${partitionName('webhook_events', day)} e
+        WHERE d.event_id = e.id AND d.created_at >= $1 AND d.body IS NULL`,
+      { bind: [new Date(day.getTime() + DAY_MS)] },
+    );
+    await sequelize.transaction(async (transaction) => {
+      await sequelize.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`, { transaction });
+      for (const table of DAY_TABLES) {
+        await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
+      }
+    });
+    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE ${partitionName(table, day)}`);
+    return { deliveries: counts.total, failed: counts.failed };
+  }
+
+  async function prune(): Promise<PruneResult> {
+    await ensureDayPartitions(sequelize);
+    const result: PruneResult = { days: 0, daysKept: 0, deliveries: 0, failedDropped: 0, events: 0, inbox: 0 };
+    const windowStart = new Date(Date.now() - config.webhookRetentionDays * DAY_MS);
+    for (const day of await dayPartitionsBefore(sequelize, windowStart)) {
+      const dayLabel = day.toISOString().slice(0, 10);
+      let dropped: { deliveries: number; failed: number } | null;
+      try {
+        dropped = await dropDay(day);
+      } catch (error) {
+        if (!isLockTimeout(error)) throw error;
+        logger.warn({ day: dayLabel }, 'retention: the day partitions stayed locked; the next run drops them');
+        continue;
+      }
+      if (!dropped) {
+        result.daysKept += 1;
+        logger.info({ day: dayLabel }, 'retention: day kept, it still holds pending or delivering deliveries');
+        continue;
+      }
+      result.days += 1;
+      result.deliveries += dropped.deliveries;
+      result.failedDropped += dropped.failed;
+      if (dropped.failed > 0) logger.warn({ day: dayLabel, failed: dropped.failed }, 'retention: failed deliveries dropped with their day');
+    }
+    const legacy = await pruneLegacy();
+    result.deliveries += legacy.deliveries;
+    result.events = legacy.events;
+    result.inbox = await inBatches(`
       WITH doomed AS (
         SELECT webhook_id FROM webhook_inbox WHERE received_at < now() - $1 * interval '1 day'
          ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED
       ), gone AS (DELETE FROM webhook_inbox i USING doomed WHERE i.webhook_id = doomed.webhook_id RETURNING 1)
       SELECT count(*)::int AS n FROM gone`);
-    return { deliveries, events, inbox };
+    metrics?.retentionDaysKept.set(result.daysKept);
+    metrics?.retentionFailedDropped.inc(result.failedDropped);
+    return result;
   }
 
-  if (options.schedule === false) return { prune, close: async () => undefined };
+  if (options.schedule === false) {
+    return {
+      prune,
+      async close() {
+        await horizon;
+      },
+    };
+  }
 
   const connection = createRedis(config, 'worker');
   connection.on('error', (error) => logger.debug({ err: error }, 'maintenance redis connection error'));
@@ -129,6 +237,7 @@ export function createRetention(options: RetentionOptions): Retention {
   return {
     prune,
     async close() {
+      await horizon;
       await worker.close().catch(() => undefined);
       await queue.close().catch(() => undefined);
       await connection.quit().catch(() => connection.disconnect());

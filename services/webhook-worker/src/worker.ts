@@ -167,7 +167,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       await job.promote().catch(() => undefined);
     }
   }
-  const retention = createRetention({ config, sequelize: options.db.sequelize, logger, schedule: options.retention ?? true });
+  const retention = createRetention({ config, sequelize: options.db.sequelize, logger, metrics: options.metrics, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
   const graceMs = options.watchdog?.graceMs ?? 30_000;

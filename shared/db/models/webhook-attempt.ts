@@ -1,4 +1,5 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+import { keyOf } from '../partitions';
 
 /** One HTTP attempt of a delivery (DESIGN §3): status code or error, duration, first 2 KB of the answer. */
 export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, InferCreationAttributes<WebhookAttempt>> {
@@ -11,6 +12,8 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
   declare durationMs: number;
   declare responseBody: string | null;
   declare attemptedAt: CreationOptional<Date>;
+  /** Its delivery's `created_at`, its partition key (DESIGN §3); by default the delivery id's time. */
+  declare deliveryCreatedAt: CreationOptional<Date>;
 
   static initModel(this: typeof WebhookAttempt, sequelize: Sequelize): typeof WebhookAttempt {
     this.init(
@@ -23,8 +26,20 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
         durationMs: { type: DataTypes.INTEGER, allowNull: false },
         responseBody: { type: DataTypes.TEXT, allowNull: true },
         attemptedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
+        deliveryCreatedAt: { type: DataTypes.DATE, allowNull: false },
       },
-      { sequelize, modelName: 'WebhookAttempt', tableName: 'webhook_attempts', underscored: true, timestamps: false },
+      {
+        sequelize,
+        modelName: 'WebhookAttempt',
+        tableName: 'webhook_attempts',
+        underscored: true,
+        timestamps: false,
+        hooks: {
+          beforeValidate: (attempt) => {
+            attempt.deliveryCreatedAt ??= keyOf(attempt.deliveryId) ?? attempt.deliveryCreatedAt;
+          },
+        },
+      },
     );
     return this;
   }

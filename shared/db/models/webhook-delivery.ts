@@ -1,4 +1,5 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+import { keyOf } from '../partitions';
 
 export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
 
@@ -40,6 +41,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare traceparent: CreationOptional<string | null>;
   /** Place in its FIFO endpoint's order, taken when the row is written (DESIGN §6); null for other endpoints. */
   declare sequence: CreationOptional<string | null>;
+  /** Its partition key (DESIGN §3): for a time-ordered id, always the id's millisecond. */
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -72,7 +74,26 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },
-      { sequelize, modelName: 'WebhookDelivery', tableName: 'webhook_deliveries', underscored: true, timestamps: true },
+      {
+        sequelize,
+        modelName: 'WebhookDelivery',
+        tableName: 'webhook_deliveries',
+        underscored: true,
+        timestamps: true,
+        hooks: {
+          // A new row's created_at is its id's time (DESIGN §3), whatever the caller gave.
+          beforeValidate: (delivery) => {
+            const at = keyOf(delivery.id);
+            if (at && delivery.isNewRecord) delivery.createdAt = at;
+          },
+          beforeBulkCreate: (deliveries) => {
+            for (const delivery of deliveries) {
+              const at = keyOf(delivery.id);
+              if (at) delivery.createdAt = at;
+            }
+          },
+        },
+      },
     );
     return this;
   }

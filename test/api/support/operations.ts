@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import type { Database } from '../../../shared/db';
+import { ensureDays, idAt } from '../../support/partitions';
 
 /** A service key for tests, and its Authorization header. */
 export interface TestServiceKey {
@@ -24,12 +25,15 @@ export async function insertDelivery(
   db: Database,
   fields: { endpointId?: number | null; event?: string; status?: string; createdAt?: Date; url?: string; id?: string } = {},
 ): Promise<string> {
-  const id = fields.id ?? `msg_${randomBytes(12).toString('base64url')}`;
+  // Its created_at is its id's time (DESIGN §3), in a day partition made for it if need be.
+  const createdAt = fields.createdAt ?? new Date();
+  const id = fields.id ?? idAt('msg_', createdAt);
+  await ensureDays(db.sequelize, createdAt);
   await db.sequelize.query(
     `INSERT INTO webhook_deliveries (id, endpoint_id, url, event, body, status, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, '{}', $5, coalesce($6, now()), now())`,
+     VALUES ($1, $2, $3, $4, '{}', $5, $6, now())`,
     {
-      bind: [id, fields.endpointId ?? null, fields.url ?? 'http://127.0.0.1:9/hook', fields.event ?? 'post.created', fields.status ?? 'succeeded', fields.createdAt ?? null],
+      bind: [id, fields.endpointId ?? null, fields.url ?? 'http://127.0.0.1:9/hook', fields.event ?? 'post.created', fields.status ?? 'succeeded', createdAt],
     },
   );
   return id;

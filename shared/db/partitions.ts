@@ -1,0 +1,124 @@
+import { QueryTypes, Sequelize } from 'sequelize';
+import { idTime } from '../webhook/ids';
+
+/**
+ * The day partitions of DESIGN §3 (revision 3), as every query sees them: `webhook_events` and
+ * `webhook_deliveries` by `created_at`, `webhook_attempts` by `delivery_created_at`, one
+ * partition per UTC day, and a legacy partition holding the rows written before the migration
+ * (migrations/20261126000100-day-partitions.js).
+ *
+ * A row's id says where it lives: a new row's `created_at` is its id's UUIDv7 millisecond, so a
+ * lookup by id names that value and PostgreSQL plans one partition. The SQL functions
+ * `webhook_key_lo(t)` and `webhook_key_hi(t)` turn an id's time `t` (NULL for an id without
+ * one) into the range holding its row: `[t, t]`, or the legacy partition's range for an id made
+ * before the migration. They are IMMUTABLE: with the times bound as values the planner folds
+ * them and prunes at plan time. This file is the one place that knows it.
+ */
+
+/** Days ahead of today (UTC) whose partitions exist once a process started, and daily after. */
+export const PARTITION_HORIZON_DAYS = 7;
+
+/**
+ * The partition key of the row an id names: its UUIDv7 time, or null for an id that holds none
+ * (made before DESIGN revision 3; looked up in the legacy partition).
+ */
+export function keyOf(id: string): Date | null {
+  return idTime(id);
+}
+
+/**
+ * The `created_at` a new row with this id must be written with (DESIGN §3).
+ *
+ * @throws Error for an id that carries no UUIDv7 time: no new row may have one
+ */
+export function createdAtOf(id: string): Date {
+  const at = idTime(id);
+  if (!at) throw new Error(`Not a time-ordered id: ${id}`);
+  return at;
+}
+
+/**
+ * The bounds to bind for {@link keyRange} over rows of several ids: the earliest id's time
+ * (null when one id has none: the range then starts in the legacy partition) and the latest
+ * (null when no id has one).
+ */
+export function keysOf(ids: readonly string[]): [Date | null, Date | null] {
+  let low: Date | null = null;
+  let high: Date | null = null;
+  let legacy = false;
+  for (const id of ids) {
+    const at = idTime(id);
+    if (!at) {
+      legacy = true;
+      continue;
+    }
+    if (!low || at < low) low = at;
+    if (!high || at > high) high = at;
+  }
+  return [legacy ? null : low, high];
+}
+
+/**
+ * SQL restricting `column` (a partition key) to the rows of the ids whose {@link keysOf} (or
+ * {@link keyOf}, twice) are bound at `low` and `high`, such as `$3` and `$4`.
+ */
+export function keyRange(column: string, low: string, high: string): string {
+  return `${column} BETWEEN webhook_key_lo(${low}::timestamptz) AND webhook_key_hi(${high}::timestamptz)`;
+}
+
+/** {@link keyRange} for one id whose {@link keyOf} is bound at `param`. */
+export function keyOfId(column: string, param: string): string {
+  return keyRange(column, param, param);
+}
+
+/**
+ * Creates the day partitions of the three tables from today (UTC, the database's clock)
+ * through today + `aheadDays` that are missing. Idempotent, and safe when several processes
+ * run it at once (the migration's `webhook_ensure_day_partitions`).
+ *
+ * @returns how many partitions it made
+ */
+export async function ensureDayPartitions(sequelize: Sequelize, aheadDays: number = PARTITION_HORIZON_DAYS): Promise<number> {
+  const [row] = await sequelize.query<{ made: number }>(
+    `SELECT webhook_ensure_day_partitions((now() AT TIME ZONE 'UTC')::date, (now() AT TIME ZONE 'UTC')::date + $1::int) AS made`,
+    { bind: [aheadDays], type: QueryTypes.SELECT },
+  );
+  return row?.made ?? 0;
+}
+
+/** One UTC day's partition of a table, and the day it holds. */
+export interface DayPartition {
+  table: 'webhook_events' | 'webhook_deliveries' | 'webhook_attempts';
+  name: string;
+  /** The first instant of its day. */
+  day: Date;
+}
+
+/** The name of `table`'s partition of the UTC day starting at `day`: `<table>_pYYYYMMDD`. */
+export function partitionName(table: DayPartition['table'], day: Date): string {
+  return `${table}_p${day.toISOString().slice(0, 10).replace(/-/g, '')}`;
+}
+
+/** The name of the legacy partition of `table`. */
+export function legacyPartitionName(table: DayPartition['table']): string {
+  return `${table}_legacy`;
+}
+
+/**
+ * The day partitions of `webhook_deliveries` whose whole day ends at or before `before`, oldest
+ * first (the legacy partition is not a day and is never listed).
+ */
+export async function dayPartitionsBefore(sequelize: Sequelize, before: Date): Promise<Date[]> {
+  const rows = await sequelize.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'webhook_deliveries'::regclass AND c.relname ~ '^webhook_deliveries_p[0-9]{8}$'`,
+    { type: QueryTypes.SELECT },
+  );
+  return rows
+    .map((row) => /_p(\d{4})(\d{2})(\d{2})$/.exec(row.name)!)
+    .map(([, year, month, day]) => new Date(Date.UTC(Number(year), Number(month) - 1, Number(day))))
+    .filter((day) => day.getTime() + DAY_MS <= before.getTime())
+    .sort((a, b) => a.getTime() - b.getTime());
+}
+
+const DAY_MS = 86_400_000;
