@@ -9,6 +9,7 @@ import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { runScalingBench } from './scaling';
 import { runSigningBench } from './signing';
+import { runStorageBench } from './storage';
 
 const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Section>> = {
   signing: runSigningBench,
@@ -18,6 +19,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   scaling: runScalingBench,
   capacity: runCapacityBench,
   parked: runParkedBench,
+  storage: runStorageBench,
 };
 
 /**

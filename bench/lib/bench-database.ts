@@ -20,8 +20,9 @@ export interface BenchDatabase {
  * FORCE, so leftover connections do not block it) when the scope closes.
  *
  * @param serverUrl - any postgres:// URL of the server; its database part is ignored
+ * @param options - `migrateTo`: stop after this migration (its file name) instead of running all
  */
-export async function createBenchDatabase(scope: Scope, serverUrl: string): Promise<BenchDatabase> {
+export async function createBenchDatabase(scope: Scope, serverUrl: string, options: { migrateTo?: string } = {}): Promise<BenchDatabase> {
   const name = `pw_bench_${randomBytes(4).toString('hex')}`;
   const adminUrl = withDatabase(serverUrl, 'postgres');
   await withClient(adminUrl, (admin) => admin.query(`CREATE DATABASE "${name}"`));
@@ -31,7 +32,7 @@ export async function createBenchDatabase(scope: Scope, serverUrl: string): Prom
   const url = withDatabase(serverUrl, name);
   const database = createDatabase(url, { poolMax: 1 });
   try {
-    await createMigrator(database.sequelize).up();
+    await createMigrator(database.sequelize).up(options.migrateTo ? { to: options.migrateTo } : {});
   } finally {
     await database.close();
   }

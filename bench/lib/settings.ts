@@ -27,6 +27,10 @@ export interface BenchSettings {
   latencyDurationS: number;
   /** Posts per second of the capacity run: well below saturation, so queueing stays out of its figures. */
   capacityRate: number;
+  /** Storage section: deliveries written on each of the 30 days retention prunes. */
+  retentionDayDeliveries: number;
+  /** Storage section: deliveries (each with its event and attempt) the day partitions' migration runs on. */
+  migrationDeliveries: number;
   /** Deliveries held behind one unanswering endpoint in the parked run. */
   parkedDeliveries: number;
   /** Seconds over which the parked run measures the worker's CPU (and the idle baseline's). */
@@ -41,7 +45,7 @@ export interface BenchSettings {
 }
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked', 'storage'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
@@ -87,6 +91,8 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     latencyRates: [...new Set([...rates, latencyRate])].sort((a, b) => a - b),
     latencyDurationS: num('BENCH_LATENCY_DURATION_S', 10, 2),
     capacityRate: num('BENCH_CAPACITY_RATE', 200, 200),
+    retentionDayDeliveries: num('BENCH_RETENTION_DAY_DELIVERIES', 30_000, 1_000),
+    migrationDeliveries: num('BENCH_MIGRATION_DELIVERIES', 1_000_000, 20_000),
     parkedDeliveries: num('BENCH_PARKED_DELIVERIES', 300, 300),
     parkedWindowS: num('BENCH_PARKED_WINDOW_S', 60, 15),
     scalingEvents: num('BENCH_SCALING_EVENTS', events, 2_000),
