@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { createDatabase } from '../shared/db';
+import { DAY_MS } from '../shared/db/partitions';
 import { createMigrator } from '../shared/db/migrate';
 import { insertEventDeliveryJobs } from '../shared/queue';
 import { createRetention } from '../services/webhook-worker/src/retention';
@@ -16,7 +17,6 @@ const BEFORE_DAY_PARTITIONS = '20261125000200-endpoint-public-key.js';
 /** How long the batched delete of the retention figure may run before it is stopped, ms. */
 const BATCHED_DELETE_CAP_MS = 120_000;
 const RETENTION_DAYS = 30;
-const DAY_MS = 86_400_000;
 
 /**
  * DESIGN §3, revision 3, measured: the bytes a delivery costs with each event's body stored
@@ -175,15 +175,7 @@ async function retentionRun(db: BenchDatabase, perDay: number) {
   } finally {
     await database.close();
   }
-  const bytesAfterDrop = await withClient(db.url, async (client) =>
-    Number(
-      (
-        await client.query(`SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint AS bytes FROM (
-          SELECT relid FROM pg_partition_tree('webhook_deliveries') UNION ALL SELECT relid FROM pg_partition_tree('webhook_attempts')
-          UNION ALL SELECT relid FROM pg_partition_tree('webhook_events')) AS tree`)
-      ).rows[0].bytes,
-    ),
-  );
+  const bytesAfterDrop = await withClient(db.url, async (client) => Number((await client.query(TABLE_BYTES)).rows[0].bytes));
 
   // The statement retention ran before the day partitions (attempts went by ON DELETE CASCADE; here explicitly).
   const deleted = await withClient(db.url, async (client) => {

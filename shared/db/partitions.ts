@@ -86,21 +86,19 @@ export async function ensureDayPartitions(sequelize: Sequelize, aheadDays: numbe
   return row?.made ?? 0;
 }
 
-/** One UTC day's partition of a table, and the day it holds. */
-export interface DayPartition {
-  table: 'webhook_events' | 'webhook_deliveries' | 'webhook_attempts';
-  name: string;
-  /** The first instant of its day. */
-  day: Date;
-}
+/** A table partitioned by UTC day. */
+export type DayTable = 'webhook_events' | 'webhook_deliveries' | 'webhook_attempts';
+
+/** Milliseconds in a UTC day: the span of one partition. */
+export const DAY_MS = 86_400_000;
 
 /** The name of `table`'s partition of the UTC day starting at `day`: `<table>_pYYYYMMDD`. */
-export function partitionName(table: DayPartition['table'], day: Date): string {
+export function partitionName(table: DayTable, day: Date): string {
   return `${table}_p${day.toISOString().slice(0, 10).replace(/-/g, '')}`;
 }
 
 /** The name of the legacy partition of `table`. */
-export function legacyPartitionName(table: DayPartition['table']): string {
+export function legacyPartitionName(table: DayTable): string {
   return `${table}_legacy`;
 }
 
@@ -121,4 +119,3 @@ export async function dayPartitionsBefore(sequelize: Sequelize, before: Date): P
     .sort((a, b) => a.getTime() - b.getTime());
 }
 
-const DAY_MS = 86_400_000;

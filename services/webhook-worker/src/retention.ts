@@ -2,7 +2,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { QueryTypes, Sequelize } from 'sequelize';
 import type { Config } from '../../../shared/config';
-import { dayPartitionsBefore, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
+import { DAY_MS, dayPartitionsBefore, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
 
@@ -35,7 +35,6 @@ const DEFAULT_BATCH_SIZE = 1_000;
  * on the table queues behind it, so it gives up soon and tries again next run.
  */
 const DEFAULT_LOCK_TIMEOUT_MS = 200;
-const DAY_MS = 86_400_000;
 /** The order days are dropped in: what references first (DESIGN §3). */
 const DAY_TABLES = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'] as const;
 
