@@ -6,11 +6,13 @@ import { median, roundRatios, takeTurns } from './lib/turns';
 import { RunningServer, startApi, startBaselineServer } from './lib/services';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 
-type Scenario = 'get' | 'list' | 'create';
+export type Scenario = 'get' | 'list' | 'create';
 
 /** How one server under test is reached for each scenario. */
-interface Target {
+export interface Target {
   name: string;
+  /** Its database (creates are checked against the rows that appear there). */
+  db: BenchDatabase;
   start(scope: Scope): Promise<RunningServer>;
   headers: Record<string, string>;
   getPath(pid: number): string;
@@ -20,7 +22,7 @@ interface Target {
 }
 
 /** One autocannon run's figures. */
-interface Measured {
+export interface Measured {
   rps: number;
   p50: number;
   p99: number;
@@ -52,28 +54,12 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
     const db = await createBenchDatabase(scope, settings.databaseUrl);
     const redisPrefix = createBenchRedisPrefix(scope, settings.redisUrl);
     const pids = await seedPosts(db, settings.apiPosts);
-    const bearer = { authorization: `Bearer ${db.token}`, user_id: String(db.userId) };
     const targets: Target[] = [
-      {
-        name: 'layout a',
-        start: (s) => startApi(s, settings, db.url, `${redisPrefix}_a`, 'a'),
-        headers: bearer,
-        getPath: (pid) => `/api/v1/posts/${pid}`,
-        listPath: '/api/v1/posts?limit=20',
-        createPath: '/api/v1/posts/create',
-        createBody: JSON.stringify({ title: 'Benchmark post', body: POST_BODY, userId: db.userId }),
-      },
-      {
-        name: 'layout b',
-        start: (s) => startApi(s, settings, db.url, `${redisPrefix}_b`, 'b'),
-        headers: bearer,
-        getPath: (pid) => `/api/v1/posts/${pid}`,
-        listPath: '/api/v1/posts?limit=20',
-        createPath: '/api/v1/posts',
-        createBody: JSON.stringify({ title: 'Benchmark post', content: POST_BODY }),
-      },
+      apiTarget('layout a', db, 'a', (s) => startApi(s, settings, db.url, `${redisPrefix}_a`, 'a')),
+      apiTarget('layout b', db, 'b', (s) => startApi(s, settings, db.url, `${redisPrefix}_b`, 'b')),
       {
         name: 'baseline',
+        db,
         start: (s) => startBaselineServer(s, settings, db.url),
         headers: {},
         getPath: (pid) => `/posts/${pid}`,
@@ -82,7 +68,7 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
         createBody: JSON.stringify({ title: 'Benchmark post', content: POST_BODY, userId: db.userId }),
       },
     ];
-    const results = await measureTargets(settings, db, targets, pids);
+    const results = await measureTargets(settings, targets, pids);
 
     const figure = (title: string, layout: 'a' | 'b', scenario: Scenario, goal?: number): Figure => {
       const ours = results.get(`layout ${layout}`)![scenario];
@@ -124,15 +110,28 @@ export async function runApiBench(settings: BenchSettings): Promise<Section> {
   }
 }
 
+/** Our api in `layout` as a target: its routes, with the bearer token of `db`'s user. */
+export function apiTarget(name: string, db: BenchDatabase, layout: 'a' | 'b', start: Target['start']): Target {
+  const common = { name, db, start, headers: { authorization: `Bearer ${db.token}`, user_id: String(db.userId) }, getPath: (pid: number) => `/api/v1/posts/${pid}` };
+  return layout === 'a'
+    ? {
+        ...common,
+        listPath: '/api/v1/posts?limit=20',
+        createPath: '/api/v1/posts/create',
+        createBody: JSON.stringify({ title: 'Benchmark post', body: POST_BODY, userId: db.userId }),
+      }
+    : { ...common, listPath: '/api/v1/posts?limit=20', createPath: '/api/v1/posts', createBody: JSON.stringify({ title: 'Benchmark post', content: POST_BODY }) };
+}
+
 /**
  * Starts every target, then per scenario warms each one up and lets them take turns for the
  * run's rounds.
  *
+ * @param pids - posts to GET, present in every target's database
  * @returns per target name, per scenario, one measurement per round
  */
-async function measureTargets(
+export async function measureTargets(
   settings: BenchSettings,
-  db: BenchDatabase,
   targets: readonly Target[],
   pids: number[],
 ): Promise<Map<string, Record<Scenario, Measured[]>>> {
@@ -148,7 +147,7 @@ async function measureTargets(
     });
     const run = async (i: number, scenario: Scenario, duration: number): Promise<Measured> => {
       const options = { url: servers[i].url, connections: settings.apiConnections, headers: targets[i].headers, requests: [specs[i][scenario]] };
-      const before = scenario === 'create' ? await countPosts(db) : 0;
+      const before = scenario === 'create' ? await countPosts(targets[i].db) : 0;
       const result = await autocannon({ ...options, duration });
       const failures = result.non2xx + result.errors;
       return {
@@ -159,7 +158,7 @@ async function measureTargets(
         ok: result['2xx'],
         failures,
         total: result['2xx'] + failures,
-        inserted: scenario === 'create' ? (await countPosts(db)) - before : undefined,
+        inserted: scenario === 'create' ? (await countPosts(targets[i].db)) - before : undefined,
       };
     };
     const results = new Map<string, Record<Scenario, Measured[]>>(targets.map((target) => [target.name, { get: [], list: [], create: [] }]));
@@ -175,7 +174,8 @@ async function measureTargets(
   });
 }
 
-function problemOf(rounds: readonly Measured[]): string | undefined {
+/** Why a figure's rounds measure errors rather than the server, if they do. */
+export function problemOf(rounds: readonly Measured[]): string | undefined {
   const total = rounds.reduce((sum, m) => sum + m.total, 0);
   const failures = rounds.reduce((sum, m) => sum + m.failures, 0);
   if (total === 0 || failures / total > MAX_FAILURE_SHARE) {
@@ -189,7 +189,8 @@ function problemOf(rounds: readonly Measured[]): string | undefined {
   return undefined;
 }
 
-function detail(rounds: readonly Measured[]): string {
+/** Median latencies, last RSS and failures of a figure's rounds, for its detail column. */
+export function detail(rounds: readonly Measured[]): string {
   const last = rounds[rounds.length - 1];
   const parts = [
     `p50 ${median(rounds.map((m) => m.p50))} ms`,
@@ -205,9 +206,10 @@ const POST_BODY = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.re
 
 /**
  * Inserts `count` posts of user 1 (one per second of the past, newest last) and an endpoint
- * subscribed to every event, and returns a sample of pids for GET.
+ * subscribed to every event, and returns a sample of pids for GET. Pids are the database's
+ * sequence, so every database seeded with the same count has the same pids.
  */
-async function seedPosts(db: BenchDatabase, count: number): Promise<number[]> {
+export async function seedPosts(db: BenchDatabase, count: number): Promise<number[]> {
   return withClient(db.url, async (client) => {
     await client.query(
       `INSERT INTO posts (post_uuid, user_id, post_title, post_body, created_at, updated_at)

@@ -10,6 +10,7 @@ import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { runScalingBench } from './scaling';
 import { runSigningBench } from './signing';
 import { runStorageBench } from './storage';
+import { runVersusBench } from './versus';
 
 const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Section>> = {
   signing: runSigningBench,
@@ -20,6 +21,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   capacity: runCapacityBench,
   parked: runParkedBench,
   storage: runStorageBench,
+  versus: runVersusBench,
 };
 
 /**

@@ -3,6 +3,7 @@ import { deleteKeysByPrefix } from '../../shared/redis';
 import { Client } from 'pg';
 import { createDatabase } from '../../shared/db';
 import { createMigrator } from '../../shared/db/migrate';
+import { Build, requireFrom, THIS_BUILD } from './children';
 import { Scope } from './scope';
 
 /** The run's own database, migrated, with one user whose token the harness knows. */
@@ -20,9 +21,14 @@ export interface BenchDatabase {
  * FORCE, so leftover connections do not block it) when the scope closes.
  *
  * @param serverUrl - any postgres:// URL of the server; its database part is ignored
- * @param options - `migrateTo`: stop after this migration (its file name) instead of running all
+ * @param options - `migrateTo`: stop after this migration (its file name) instead of running all;
+ *   `build`: whose migrations run (another checkout's, for the versus section); default this one's
  */
-export async function createBenchDatabase(scope: Scope, serverUrl: string, options: { migrateTo?: string } = {}): Promise<BenchDatabase> {
+export async function createBenchDatabase(
+  scope: Scope,
+  serverUrl: string,
+  options: { migrateTo?: string; build?: Build } = {},
+): Promise<BenchDatabase> {
   const name = `pw_bench_${randomBytes(4).toString('hex')}`;
   const adminUrl = withDatabase(serverUrl, 'postgres');
   await withClient(adminUrl, (admin) => admin.query(`CREATE DATABASE "${name}"`));
@@ -30,9 +36,12 @@ export async function createBenchDatabase(scope: Scope, serverUrl: string, optio
     await withClient(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
   });
   const url = withDatabase(serverUrl, name);
-  const database = createDatabase(url, { poolMax: 1 });
+  const build = options.build ?? THIS_BUILD;
+  const db = build === THIS_BUILD ? { createDatabase } : requireFrom<{ createDatabase: typeof createDatabase }>(build, 'shared', 'db', 'index.js');
+  const migrate = build === THIS_BUILD ? { createMigrator } : requireFrom<{ createMigrator: typeof createMigrator }>(build, 'shared', 'db', 'migrate.js');
+  const database = db.createDatabase(url, { poolMax: 1 });
   try {
-    await createMigrator(database.sequelize).up(options.migrateTo ? { to: options.migrateTo } : {});
+    await migrate.createMigrator(database.sequelize).up(options.migrateTo ? { to: options.migrateTo } : {});
   } finally {
     await database.close();
   }

@@ -1,5 +1,5 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Scope } from './scope';
 
@@ -155,9 +155,55 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Where the compiled project lives: this file is dist/bench/lib/children.js. */
+/** A compiled checkout of the project whose services and modules a run uses. */
+export interface Build {
+  /** How reports name it: `this checkout`, or the other checkout's commit. */
+  name: string;
+  /** Its compiled output folder (`<checkout>/dist`). */
+  dist: string;
+}
+
+/** This checkout: this file is dist/bench/lib/children.js. */
+export const THIS_BUILD: Build = { name: 'this checkout', dist: path.resolve(__dirname, '..', '..') };
+
+/**
+ * Another checkout of the project (BENCH_VERSUS), named by its commit, `+` when it has
+ * uncommitted changes.
+ *
+ * @throws Error when the checkout has not been built (no dist/services/api/src/server.js)
+ */
+export function buildAt(checkout: string): Build {
+  const dist = path.resolve(checkout, 'dist');
+  if (!existsSync(path.join(dist, 'services', 'api', 'src', 'server.js'))) {
+    throw new Error(`${checkout} has no build: run npm ci and npm run build there first`);
+  }
+  const git = (args: string[]) => execFileSync('git', ['-C', checkout, ...args], { encoding: 'utf8' }).trim();
+  let name = path.basename(path.resolve(checkout));
+  try {
+    name = `${git(['rev-parse', '--short', 'HEAD'])}${git(['status', '--porcelain', '--untracked-files=no']) ? '+' : ''}`;
+  } catch {
+    // Not a git checkout: its folder name stands.
+  }
+  return { name, dist };
+}
+
+/** A compiled file of `build`, e.g. `buildPath(build, 'services', 'api', 'src', 'server.js')`. */
+export function buildPath(build: Build, ...segments: string[]): string {
+  return path.resolve(build.dist, ...segments);
+}
+
+/**
+ * Loads a compiled module of `build`, which resolves its own dependencies from its checkout;
+ * typed as this checkout's module of the same path, which the caller must only use as both
+ * versions have it.
+ */
+export function requireFrom<T>(build: Build, ...segments: string[]): T {
+  return require(buildPath(build, ...segments)) as T;
+}
+
+/** A compiled file of this checkout. */
 export function distPath(...segments: string[]): string {
-  return path.resolve(__dirname, '..', '..', ...segments);
+  return buildPath(THIS_BUILD, ...segments);
 }
 
 function hasExited(child: ChildProcess): boolean {

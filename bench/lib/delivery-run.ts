@@ -1,12 +1,14 @@
 import { Queue } from 'bullmq';
-import { addDeliveryJobs, createWebhookQueue } from '../../shared/queue/webhook-queue';
+import { createdAtOf } from '../../shared/db/partitions';
+import * as webhookQueue from '../../shared/queue/webhook-queue';
 import { createRedis } from '../../shared/redis';
 import { serializeEnvelope } from '../../shared/webhook/envelope';
+import { newEventId } from '../../shared/webhook/ids';
 import { newWebhookId } from '../../shared/webhook/signing';
 import type { BareJobData } from '../bare-worker';
 import type { SinkStats } from '../sink-receiver';
 import { BenchDatabase, withClient } from './bench-database';
-import { Child, sleep } from './children';
+import { Build, Child, requireFrom, sleep, THIS_BUILD } from './children';
 import { Sink } from './services';
 import { BenchSettings } from './settings';
 
@@ -101,6 +103,8 @@ export async function subscribeOnly(db: BenchDatabase, url: string, secret: stri
  * @param endpoints - the endpoint id, or several: deliveries go to them in turn, each job
  *   with its gate key, so a partitioned queue spreads them over its partitions
  * @param partitions - WEBHOOK_QUEUE_PARTITIONS of the worker; default 1
+ * @param build - whose worker runs (another checkout's, for the versus section): its queue
+ *   module adds the jobs, as its outbox would
  * @throws Error when deliveries stop progressing for 60 s
  */
 export async function deliverThroughOurWorker(
@@ -111,11 +115,13 @@ export async function deliverThroughOurWorker(
   endpoints: number | readonly number[],
   events: number,
   partitions = 1,
+  build: Build = THIS_BUILD,
 ): Promise<DeliveryRun> {
   const endpointIds = typeof endpoints === 'number' ? [endpoints] : endpoints;
   const ids = await insertDeliveries(db, sink, endpointIds, events);
   await sink.reset();
   const connection = createRedis(settings, 'client');
+  const { createWebhookQueue, addDeliveryJobs } = build === THIS_BUILD ? webhookQueue : requireFrom<typeof webhookQueue>(build, 'shared', 'queue', 'webhook-queue.js');
   const queue = createWebhookQueue({ redisPrefix, webhookQueuePartitions: partitions }, connection);
   try {
     await queue.waitUntilReady();
@@ -150,7 +156,7 @@ export async function deliverThroughBareWorker(
   tag: string,
   recorded?: { db: BenchDatabase; endpointId: number },
 ): Promise<DeliveryRun> {
-  const ids = recorded ? await insertDeliveries(recorded.db, sink, [recorded.endpointId], events) : undefined;
+  const ids = recorded ? await insertDeliveries(recorded.db, sink, [recorded.endpointId], events, { inlineBody: true }) : undefined;
   await sink.reset();
   const connection = createRedis(settings, 'client');
   const queue = new Queue<BareJobData>(queueName, { connection, prefix: redisPrefix });
@@ -173,18 +179,46 @@ export async function deliverThroughBareWorker(
 }
 
 /**
- * Writes `events` pending delivery rows, as the outbox does (time-ordered ids, each row's
- * `created_at` its id's time: DESIGN §3), and returns their ids.
+ * Writes `events` pending delivery rows as the outbox of the database's schema writes them and
+ * returns their ids: with events stored once (DESIGN §3, revision 3), an event row per delivery
+ * holding the body, the delivery referencing it in the same day partition (`created_at` its
+ * id's time); on an older schema, and with `inlineBody` (the bare worker's rows), the body in
+ * the delivery row.
  */
-async function insertDeliveries(db: BenchDatabase, sink: Sink, endpointIds: readonly number[], events: number): Promise<string[]> {
+async function insertDeliveries(
+  db: BenchDatabase,
+  sink: Sink,
+  endpointIds: readonly number[],
+  events: number,
+  { inlineBody = false }: { inlineBody?: boolean } = {},
+): Promise<string[]> {
   const ids = Array.from({ length: events }, () => newWebhookId());
-  await withClient(db.url, (client) =>
-    client.query(
-      `INSERT INTO webhook_deliveries (id, created_at, endpoint_id, url, event, body, enqueued_at)
-       SELECT d.id, webhook_id_time(d.id), d.endpoint_id, $3, 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
-      [ids, ids.map((_, i) => endpointIds[i % endpointIds.length]), `${sink.url}/webhooks/posts`, EVENT_BODY],
-    ),
-  );
+  const endpointOf = ids.map((_, i) => endpointIds[i % endpointIds.length]);
+  const url = `${sink.url}/webhooks/posts`;
+  await withClient(db.url, async (client) => {
+    const { rows } = await client.query<{ events: boolean; days: boolean }>(
+      `SELECT to_regclass('webhook_events') IS NOT NULL AS events, to_regproc('webhook_id_time') IS NOT NULL AS days`,
+    );
+    const createdAt = (alias: string) => (rows[0].days ? `webhook_id_time(${alias}.id)` : 'now()');
+    if (rows[0].events && !inlineBody) {
+      const eventIds = ids.map((id) => newEventId(createdAtOf(id).getTime()));
+      await client.query(
+        `WITH ev AS (
+           INSERT INTO webhook_events (id, created_at, kind, event, body)
+           SELECT e.id, ${createdAt('e')}, 'post', 'post.created', $2 FROM unnest($1::text[]) AS e(id)
+         )
+         INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, enqueued_at)
+         SELECT d.id, ${createdAt('d')}, d.event_id, d.endpoint_id, $5, 'post.created', now() FROM unnest($3::text[], $1::text[], $4::int[]) AS d(id, event_id, endpoint_id)`,
+        [eventIds, EVENT_BODY, ids, endpointOf, url],
+      );
+    } else {
+      await client.query(
+        `INSERT INTO webhook_deliveries (id, created_at, endpoint_id, url, event, body, enqueued_at)
+         SELECT d.id, ${createdAt('d')}, d.endpoint_id, $3, 'post.created', $4, now() FROM unnest($1::text[], $2::int[]) AS d(id, endpoint_id)`,
+        [ids, endpointOf, url, EVENT_BODY],
+      );
+    }
+  });
   return ids;
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { NODE_HEAP_FLAGS } from '../../scripts/services';
 import type { SinkStats } from '../sink-receiver';
-import { Child, distPath, firstMessage, startChild, waitForHttp } from './children';
+import { Build, buildPath, Child, distPath, firstMessage, startChild, THIS_BUILD, waitForHttp } from './children';
 import { freePort, getJson } from './net';
 import { Scope } from './scope';
 import { serviceEnv } from './service-env';
@@ -18,6 +18,8 @@ export interface RunningServer {
 /**
  * Starts our api (`API_LAYOUT=layout`) on a free port, with its own upload folder, and waits
  * until `/ready` answers (database and Redis reachable).
+ *
+ * @param build - whose api: this checkout's, or another's (the versus section)
  */
 export async function startApi(
   scope: Scope,
@@ -25,12 +27,14 @@ export async function startApi(
   databaseUrl: string,
   redisPrefix: string,
   layout: 'a' | 'b',
+  build: Build = THIS_BUILD,
 ): Promise<RunningServer> {
   const port = await freePort();
   const uploadDir = await mkdtemp(path.join(tmpdir(), 'pw-bench-uploads-'));
   scope.add(`upload folder of api ${layout}`, () => rm(uploadDir, { recursive: true, force: true }));
   const url = `http://127.0.0.1:${port}`;
-  const child = startChild(scope, `api-${layout}`, distPath('services', 'api', 'src', 'server.js'), {
+  const name = build === THIS_BUILD ? `api-${layout}` : `api-${layout}-${build.name}`;
+  const child = startChild(scope, name, buildPath(build, 'services', 'api', 'src', 'server.js'), {
     env: serviceEnv(settings, databaseUrl, redisPrefix, { API_LAYOUT: layout, PORT: String(port), APP_URL: url, UPLOAD_DIR: uploadDir }),
     nodeArgs: NODE_HEAP_FLAGS,
     cpuProfDir: settings.cpuProfDir,
@@ -58,6 +62,7 @@ export async function startBaselineServer(scope: Scope, settings: BenchSettings,
  * @param name - names the process in errors and its CPU profile
  * @param concurrency - WORKER_CONCURRENCY; default the run's setting
  * @param env - more variables, over the defaults above
+ * @param build - whose worker: this checkout's, or another's (the versus section)
  */
 export async function startWorker(
   scope: Scope,
@@ -67,9 +72,10 @@ export async function startWorker(
   name: string,
   concurrency = settings.workerConcurrency,
   env: Record<string, string> = {},
+  build: Build = THIS_BUILD,
 ): Promise<Child> {
   const port = await freePort();
-  const child = startChild(scope, name, distPath('services', 'webhook-worker', 'src', 'main.js'), {
+  const child = startChild(scope, name, buildPath(build, 'services', 'webhook-worker', 'src', 'main.js'), {
     env: serviceEnv(settings, databaseUrl, redisPrefix, {
       WORKER_CONCURRENCY: String(concurrency),
       WORKER_METRICS_PORT: String(port),

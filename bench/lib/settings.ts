@@ -42,10 +42,15 @@ export interface BenchSettings {
   scalingLowEvents: number;
   /** When set, every child process runs with `--cpu-prof` and writes its profile here. */
   cpuProfDir?: string;
+  /**
+   * `BENCH_VERSUS`: the folder of another checkout of this project, built (`npm ci` and `npm run
+   * build` there), whose api and worker the `versus` section measures against this checkout's.
+   */
+  versus?: string;
 }
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked', 'storage'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked', 'storage', 'versus'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
@@ -62,10 +67,14 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     if (!Number.isFinite(value) || value <= 0) throw new Error(`Invalid ${name}: expected a positive number, got "${raw}"`);
     return value;
   };
-  const only = new Set((env.BENCH_ONLY ?? SECTIONS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+  const versus = env.BENCH_VERSUS || undefined;
+  // `versus` needs another checkout: the default run includes it only when one is named.
+  const sections = SECTIONS.filter((name) => name !== 'versus' || versus);
+  const only = new Set((env.BENCH_ONLY ?? sections.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
   for (const name of only) {
     if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`Invalid BENCH_ONLY: unknown section "${name}"`);
   }
+  if (only.has('versus') && !versus) throw new Error('BENCH_ONLY=versus needs BENCH_VERSUS: the folder of another built checkout');
   const events = num('BENCH_EVENTS', 20_000, 2_000);
   const latencyRate = num('BENCH_LATENCY_RATE', 500, 500);
   const rates = (env.BENCH_LATENCY_RATES ?? `100,250,${latencyRate}`).split(',').map((raw) => {
@@ -100,5 +109,6 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     scalingLowConcurrency: num('BENCH_SCALING_LOW_CONCURRENCY', 5, 5),
     scalingLowEvents: num('BENCH_SCALING_LOW_EVENTS', 5_000, 1_000),
     cpuProfDir: env.BENCH_CPU_PROF || undefined,
+    versus,
   };
 }

@@ -71,17 +71,22 @@ export function createSlotPool(size: number): SlotPool {
   };
 
   const heldBy = (member: object) => holders.get(member) ?? 0;
-  const grant = (member: object) => {
-    holders.set(member, heldBy(member) + 1);
-    held += 1;
-    wanting.delete(member);
+  // Members holding or wanting slots, kept as they change: mayKeep runs at every finished job.
+  let active = 0;
+  const isActive = (member: object) => wanting.has(member) || heldBy(member) > 0;
+  const change = (member: object, update: () => void) => {
+    const was = isActive(member);
+    update();
+    active += Number(isActive(member)) - Number(was);
   };
+  const grant = (member: object) =>
+    change(member, () => {
+      holders.set(member, heldBy(member) + 1);
+      held += 1;
+      wanting.delete(member);
+    });
   /** Slots per partition that holds or wants some, rounded up. */
-  const fairShare = () => {
-    const active = new Set<object>(wanting);
-    for (const [member, count] of holders) if (count > 0) active.add(member);
-    return Math.ceil(size / Math.max(1, active.size));
-  };
+  const fairShare = () => Math.ceil(size / Math.max(1, active));
 
   return {
     size,
@@ -89,7 +94,7 @@ export function createSlotPool(size: number): SlotPool {
       return held;
     },
     leave(member) {
-      wanting.delete(member);
+      change(member, () => wanting.delete(member));
       for (let i = waiters.length - 1; i >= 0; i -= 1) {
         if (waiters[i].member === member) waiters.splice(i, 1)[0].resolve(false);
       }
@@ -110,7 +115,7 @@ export function createSlotPool(size: number): SlotPool {
         grant(member);
         return true;
       }
-      wanting.add(member);
+      change(member, () => wanting.add(member));
       return false;
     },
     take(member) {
@@ -118,7 +123,7 @@ export function createSlotPool(size: number): SlotPool {
       return new Promise<boolean>((resolve) => waiters.push({ member, resolve }));
     },
     give(member) {
-      holders.set(member, Math.max(0, heldBy(member) - 1));
+      change(member, () => holders.set(member, Math.max(0, heldBy(member) - 1)));
       held -= 1;
       const waiter = waiters.shift();
       if (waiter) {
@@ -129,14 +134,14 @@ export function createSlotPool(size: number): SlotPool {
     },
     mayKeep(member) {
       // Passing a slot on saves a round trip to Redis: give it back only for a partition that wants it.
-      const othersWant = [...wanting].some((other) => other !== member);
+      const othersWant = wanting.size > (wanting.has(member) ? 1 : 0);
       return waiters.length === 0 && (!othersWant || heldBy(member) <= fairShare());
     },
     passed(member) {
       signal(member);
     },
     satisfied(member) {
-      wanting.delete(member);
+      change(member, () => wanting.delete(member));
     },
   };
 }

@@ -153,10 +153,11 @@ function createStatement(random: boolean): string {
     SELECT p.*, f.delivery_ids, f.endpoint_ids
       FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid LEFT JOIN fan_by_event f ON f.ord = i.ord`;
 }
-// Unnamed on purpose: a prepared statement would soon run a generic plan, which cannot see the
-// batch's size and anti-joins the whole posts table for the free pids (slower as it grows).
-const CREATE_WITH_SEQUENCE_PIDS = { text: createStatement(false) };
-const CREATE_WITH_RANDOM_PIDS = { text: createStatement(true) };
+// Prepared on each connection: parsing and planning this statement cost more than running it
+// for a small batch. Its generic plan probes the primary key once per pid candidate (written
+// out above), whatever the batch's size, so it stays flat as the posts table grows.
+const CREATE_WITH_SEQUENCE_PIDS = { name: 'posts-create-sequence', text: createStatement(false) };
+const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createStatement(true) };
 
 export function createPostsRepository({ sequelize, events, cache, removeImage, log }: PostsRepositoryDeps): PostsRepository {
   async function rows(sql: string, bind: unknown[], transaction?: Transaction): Promise<PostRow[]> {

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { apiTarget, detail, Measured, measureTargets, problemOf, Scenario, seedPosts } from './api';
+import { createBenchDatabase, createBenchRedisPrefix } from './lib/bench-database';
+import { Build, buildAt, THIS_BUILD } from './lib/children';
+import { deliverThroughOurWorker, describeMeasurement, measureWorkers, subscribeOnly, WorkerMeasurement } from './lib/delivery-run';
+import { Figure, formatNumber, formatSection, Section } from './lib/report';
+import { Scope, withScope } from './lib/scope';
+import { startApi, startSink, startWorker } from './lib/services';
+import { BenchSettings, loadBenchSettings } from './lib/settings';
+import { median, roundRatios, takeTurns } from './lib/turns';
+
+/**
+ * This checkout against another (BENCH_VERSUS, e.g. the commit before a change), side by side
+ * in one run: both apis in both layouts, then both workers, take turns round by round, so a
+ * before/after ratio is measured under the same noise rather than read from two runs' ratios
+ * to their baselines (whose own processes the two versions load differently). Each version
+ * runs on a database its own migrations made, with the same seed, and adds its jobs with its
+ * own queue module, as its outbox does.
+ *
+ * @throws Error when BENCH_VERSUS is unset or names an unbuilt checkout
+ */
+export async function runVersusBench(settings: BenchSettings): Promise<Section> {
+  if (!settings.versus) throw new Error('the versus section needs BENCH_VERSUS: the folder of another built checkout');
+  const other = buildAt(settings.versus);
+  const scope = new Scope();
+  try {
+    const redisPrefix = createBenchRedisPrefix(scope, settings.redisUrl);
+    const builds = [THIS_BUILD, other] as const;
+    const dbs = await Promise.all(builds.map((build) => createBenchDatabase(scope, settings.databaseUrl, { build })));
+    const pids = (await Promise.all(dbs.map((db) => seedPosts(db, settings.apiPosts))))[0];
+    const api = await measureTargets(
+      settings,
+      builds.flatMap((build, i) =>
+        (['a', 'b'] as const).map((layout) =>
+          apiTarget(`${layout} ${build.name}`, dbs[i], layout, (s) => startApi(s, settings, dbs[i].url, `${redisPrefix}_${i}${layout}`, layout, build)),
+        ),
+      ),
+      pids,
+    );
+    const apiFigure = (title: string, layout: 'a' | 'b', scenario: Scenario): Figure => {
+      const ours = api.get(`${layout} ${THIS_BUILD.name}`)![scenario];
+      const theirs = api.get(`${layout} ${other.name}`)![scenario];
+      return {
+        name: title,
+        unit: 'req/s',
+        ours: median(ours.map((m: Measured) => m.rps)),
+        problem: problemOf(ours) ?? (problemOf(theirs) && `${other.name}: ${problemOf(theirs)}`),
+        oursDetail: detail(ours),
+        baseline: { name: other.name, value: median(theirs.map((m) => m.rps)) },
+        baselineDetail: detail(theirs),
+        ratios: roundRatios(
+          ours.map((m) => m.rps),
+          theirs.map((m) => m.rps),
+        ),
+      };
+    };
+
+    const delivery = await measureDeliveries(scope, settings, builds, redisPrefix);
+    const incomplete = delivery.flat().filter((m) => m.run.succeeded !== m.run.events);
+    return {
+      title: `This checkout against ${other.name} (BENCH_VERSUS), taking turns in ${settings.rounds} rounds`,
+      figures: [
+        apiFigure('GET one post, layout a (cached)', 'a', 'get'),
+        apiFigure('GET one post, layout b', 'b', 'get'),
+        apiFigure('list 20, layout a (cached)', 'a', 'list'),
+        apiFigure('list 20, layout b', 'b', 'list'),
+        apiFigure('create, layout a', 'a', 'create'),
+        apiFigure('create, layout b', 'b', 'create'),
+        {
+          name: 'webhooks delivered end to end',
+          unit: 'webhooks/s',
+          ours: median(delivery[0].map((m) => m.run.perSecond)),
+          problem:
+            incomplete.length === 0
+              ? undefined
+              : `${formatNumber(incomplete[0].run.succeeded ?? 0)} of ${formatNumber(incomplete[0].run.events)} recorded as succeeded in a round`,
+          oursDetail: describeMeasurement(delivery[0][delivery[0].length - 1]),
+          baseline: { name: other.name, value: median(delivery[1].map((m) => m.run.perSecond)) },
+          baselineDetail: describeMeasurement(delivery[1][delivery[1].length - 1]),
+          ratios: roundRatios(
+            delivery[0].map((m) => m.run.perSecond),
+            delivery[1].map((m) => m.run.perSecond),
+          ),
+        },
+      ],
+      notes: [
+        `The baseline column is the other checkout (${settings.versus}); the ratio is this checkout's figure over its figure, the median of the per-round ratios with their min-max.`,
+        `API: the four apis (layouts a and b of each version) run side by side, each version on its own database (${formatNumber(settings.apiPosts)} posts seeded alike), and take turns as in the API section: ${settings.apiDurationS} s per contender and round after ${settings.apiWarmupS} s of warm-up, ${settings.apiConnections} connections.`,
+        `Delivery: the two workers run side by side, each on its own database and Redis prefix, delivering to one sink; after a warm-up batch each they take turns, ${formatNumber(Math.round(settings.events / settings.rounds))} webhooks per round, rows written as each version's outbox writes them (with events stored once, an event row per delivery) and jobs added with each version's queue module.`,
+      ],
+    };
+  } finally {
+    await scope.close();
+  }
+}
+
+/** Both versions' workers, on a database and prefix each, take turns delivering to one sink. */
+async function measureDeliveries(
+  scope: Scope,
+  settings: BenchSettings,
+  builds: readonly Build[],
+  redisPrefix: string,
+): Promise<WorkerMeasurement[][]> {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const sink = await startSink(scope, settings, { secret });
+  const setups = await Promise.all(
+    builds.map(async (build, i) => {
+      const db = await createBenchDatabase(scope, settings.databaseUrl, { build });
+      return { build, db, prefix: `${redisPrefix}_w${i}`, endpointId: await subscribeOnly(db, `${sink.url}/webhooks/posts`, secret) };
+    }),
+  );
+  const perRound = Math.max(1, Math.round(settings.events / settings.rounds));
+  const warmup = Math.min(1_000, Math.ceil(perRound / 4));
+  return withScope(async (inner) => {
+    const workers = await Promise.all(
+      setups.map((setup, i) => startWorker(inner, settings, setup.db.url, setup.prefix, `webhook-worker-${i}`, settings.workerConcurrency, {}, setup.build)),
+    );
+    const contenders = setups.map((setup, i) => ({
+      name: setup.build.name,
+      run: (events: number) =>
+        measureWorkers([workers[i]], () => deliverThroughOurWorker(settings, setup.db, setup.prefix, sink, setup.endpointId, events, 1, setup.build)),
+    }));
+    for (const contender of contenders) await contender.run(warmup);
+    return takeTurns(
+      settings.rounds,
+      contenders.map((contender) => ({ name: contender.name, run: () => contender.run(perRound) })),
+    );
+  });
+}
+
+if (require.main === module) {
+  runVersusBench(loadBenchSettings()).then(
+    (section) => process.stdout.write(formatSection(section)),
+    (error: unknown) => {
+      process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
