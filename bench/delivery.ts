@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
 import { BenchDatabase, createBenchDatabase, createBenchRedisPrefix, withClient } from './lib/bench-database';
+import { Build, THIS_BUILD } from './lib/children';
 import {
   deliverThroughBareWorker,
   deliverThroughOurWorker,
@@ -161,7 +162,8 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
 
 const BARE_QUEUE = 'bare-webhooks';
 
-interface Latency {
+/** What one latency run measured (see {@link measureLatency}). */
+export interface Latency {
   askedRate: number;
   /** Cores' worth of the whole machine's CPU busy during the measured posts. */
   machineCores: number;
@@ -181,19 +183,27 @@ function rateProblem(achieved: number, asked: number): string | undefined {
   return achieved < asked * 0.95 ? `only ${formatNumber(achieved)} of ${formatNumber(asked)} posts/s achieved` : undefined;
 }
 
-async function measureLatency(
+/**
+ * Post commit to receipt: starts a sink, a worker and api layout b (of `build`) on `db`,
+ * creates posts at `rate` for the run's latency duration after a warm-up, and reads the
+ * latencies the sink measured, with the machine's CPU and the services' peak RSS meanwhile.
+ *
+ * @param mode - `paced`: open loop, post i at i / rate; `burst`: autocannon's overallRate
+ */
+export async function measureLatency(
   scope: Scope,
   settings: BenchSettings,
   db: BenchDatabase,
   redisPrefix: string,
   mode: 'paced' | 'burst',
   rate: number,
+  build: Build = THIS_BUILD,
 ): Promise<Latency> {
   const secret = newSecret();
   const sink = await startSink(scope, settings, { secret, latency: true });
   const endpointId = await subscribeOnly(db, `${sink.url}/webhooks/posts`, secret);
-  const worker = await startWorker(scope, settings, db.url, redisPrefix, 'webhook-worker-latency');
-  const api = await startApi(scope, settings, db.url, redisPrefix, 'b');
+  const worker = await startWorker(scope, settings, db.url, redisPrefix, 'webhook-worker-latency', settings.workerConcurrency, {}, build);
+  const api = await startApi(scope, settings, db.url, redisPrefix, 'b', build);
   const options = {
     url: api.url,
     // Enough connections that the client never caps the rate: each sends about 4 requests a second.

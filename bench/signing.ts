@@ -6,7 +6,8 @@ import { formatSection, Figure, Section } from './lib/report';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { measureOps } from './lib/timing';
 
-const SIZES: ReadonlyArray<[label: string, bytes: number]> = [
+/** The envelope sizes every signing figure is measured at. */
+export const SIZES: ReadonlyArray<[label: string, bytes: number]> = [
   ['200 B', 200],
   ['2 KB', 2 * 1024],
   ['64 KB', 64 * 1024],
@@ -94,7 +95,7 @@ export function runSigningBench(settings: BenchSettings): Section {
 }
 
 /** A Luminova envelope (DESIGN §7) of exactly `bytes` bytes, as the worker would send it. */
-function envelopeOfSize(bytes: number): string {
+export function envelopeOfSize(bytes: number): string {
   const build = (text: string) =>
     serializeEnvelope(
       { pid: '48213', uuid: '0b6f3f4e-6c5a-4d0e-9a38-6f0f3c1d2e4b', user_id: 1, title: 'Benchmark post', content: text },

@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { apiTarget, detail, Measured, measureTargets, problemOf, Scenario, seedPosts } from './api';
 import { createBenchDatabase, createBenchRedisPrefix } from './lib/bench-database';
-import { Build, buildAt, THIS_BUILD } from './lib/children';
+import { Build, buildAt, requireFrom, THIS_BUILD } from './lib/children';
 import { deliverThroughOurWorker, describeMeasurement, measureWorkers, subscribeOnly, WorkerMeasurement } from './lib/delivery-run';
 import { Figure, formatNumber, formatSection, Section } from './lib/report';
+import { Latency, measureLatency } from './delivery';
 import { Scope, withScope } from './lib/scope';
 import { startApi, startSink, startWorker } from './lib/services';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
+import { measureOps } from './lib/timing';
 import { median, roundRatios, takeTurns } from './lib/turns';
+import { envelopeOfSize, SIZES } from './signing';
+import * as signing from '../shared/webhook/signing';
 
 /**
  * This checkout against another (BENCH_VERSUS, e.g. the commit before a change), side by side
@@ -55,11 +59,14 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
       };
     };
 
+    const signingFigures = compareSigning(settings, other);
     const delivery = await measureDeliveries(scope, settings, builds, redisPrefix);
+    const latency = await measureLatencies(scope, settings, builds, redisPrefix);
     const incomplete = delivery.flat().filter((m) => m.run.succeeded !== m.run.events);
     return {
       title: `This checkout against ${other.name} (BENCH_VERSUS), taking turns in ${settings.rounds} rounds`,
       figures: [
+        ...signingFigures,
         apiFigure('GET one post, layout a (cached)', 'a', 'get'),
         apiFigure('GET one post, layout b', 'b', 'get'),
         apiFigure('list 20, layout a (cached)', 'a', 'list'),
@@ -82,16 +89,99 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
             delivery[1].map((m) => m.run.perSecond),
           ),
         },
+        ...settings.latencyRates.flatMap((rate, r) =>
+          (['p50', 'p99'] as const).map(
+            (quantile): Figure => ({
+              name: `post commit to receipt at ${formatNumber(rate)} posts/s, ${quantile}`,
+              unit: 'ms',
+              ours: median(latency[r][0].map((point) => point[quantile])),
+              problem: latency[r].flat().find((point) => point.problem)?.problem,
+              oursDetail: latencyDetail(latency[r][0]),
+              baseline: { name: other.name, value: median(latency[r][1].map((point) => point[quantile])) },
+              baselineDetail: latencyDetail(latency[r][1]),
+              ratios: roundRatios(
+                latency[r][0].map((point) => point[quantile]),
+                latency[r][1].map((point) => point[quantile]),
+              ),
+            }),
+          ),
+        ),
       ],
       notes: [
-        `The baseline column is the other checkout (${settings.versus}); the ratio is this checkout's figure over its figure, the median of the per-round ratios with their min-max.`,
+        `The baseline column is the other checkout (${settings.versus}); the ratio is this checkout's figure over its figure, the median of the per-round ratios with their min-max (signing: the ratio of the medians of ${settings.signRounds} rounds, as in the signing section).`,
+        'Signing: both versions\' `shared/webhook/signing` loaded in this process, the same body, id, timestamp and secret, taking turns within every round.',
         `API: the four apis (layouts a and b of each version) run side by side, each version on its own database (${formatNumber(settings.apiPosts)} posts seeded alike), and take turns as in the API section: ${settings.apiDurationS} s per contender and round after ${settings.apiWarmupS} s of warm-up, ${settings.apiConnections} connections.`,
+        `Latency: at each rate of the curve, each version's api (layout b) and worker, started afresh on its own database, take ${LATENCY_ROUNDS} turns of ${settings.latencyDurationS} s of paced posts as in the delivery section; a latency ratio above 1 means this checkout is slower.`,
         `Delivery: the two workers run side by side, each on its own database and Redis prefix, delivering to one sink; after a warm-up batch each they take turns, ${formatNumber(Math.round(settings.events / settings.rounds))} webhooks per round, rows written as each version's outbox writes them (with events stored once, an event row per delivery) and jobs added with each version's queue module.`,
       ],
     };
   } finally {
     await scope.close();
   }
+}
+
+/** Turns of each version at each rate of the latency curve (each turn starts its services afresh). */
+const LATENCY_ROUNDS = 3;
+
+/**
+ * The latency curve of both versions, taking turns at each rate.
+ *
+ * @returns per rate of `settings.latencyRates`, per build, one measurement per round
+ */
+async function measureLatencies(scope: Scope, settings: BenchSettings, builds: readonly Build[], redisPrefix: string): Promise<Latency[][][]> {
+  const dbs = await Promise.all(builds.map((build) => createBenchDatabase(scope, settings.databaseUrl, { build })));
+  const curve: Latency[][][] = [];
+  for (const rate of settings.latencyRates) {
+    curve.push(
+      await takeTurns(
+        LATENCY_ROUNDS,
+        builds.map((build, i) => ({
+          name: build.name,
+          run: (round: number) => withScope((inner) => measureLatency(inner, settings, dbs[i], `${redisPrefix}_l${i}_${rate}_${round}`, 'paced', rate, build)),
+        })),
+      ),
+    );
+  }
+  return curve;
+}
+
+function latencyDetail(points: readonly Latency[]): string {
+  const last = points[points.length - 1];
+  return `${formatNumber(median(points.map((point) => point.rate)))} posts/s achieved, machine CPU ${median(points.map((point) => point.machineCores)).toFixed(2)} cores, max ${formatNumber(last.max)} ms in the last round`;
+}
+
+/**
+ * Sign and verify per second of both versions' signing modules on the same envelopes, taking
+ * turns within every round (lib/timing.ts); each pair is first checked to give the same bytes.
+ *
+ * @throws Error when the two versions sign a body differently
+ */
+function compareSigning(settings: BenchSettings, other: Build): Figure[] {
+  const theirs = requireFrom<typeof signing>(other, 'shared', 'webhook', 'signing.js');
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const id = 'msg_2b4Cxb0Yqfd8yV3bJ6yE1Q';
+  const timestamp = Math.floor(Date.now() / 1000);
+  const figures: Figure[] = [];
+  for (const [label, bytes] of SIZES) {
+    const body = envelopeOfSize(bytes);
+    const headers = { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signing.signStandard(id, timestamp, body, secret) };
+    const hex = signing.signHex(body, secret);
+    if (theirs.signStandard(id, timestamp, body, secret) !== headers['webhook-signature'] || theirs.signHex(body, secret) !== hex) {
+      throw new Error(`the two versions sign the ${label} body differently`);
+    }
+    const pairs: [string, (module: typeof signing) => unknown][] = [
+      [`sign webhook-signature, ${label}`, (module) => module.signStandard(id, timestamp, body, secret)],
+      [`verify webhook-signature, ${label}`, (module) => module.verifyStandard(body, headers, secret)],
+      [`sign X-Signature, ${label}`, (module) => module.signHex(body, secret)],
+      [`verify X-Signature, ${label}`, (module) => module.verifyHex(body, secret, hex)],
+      [`all delivery headers (one attempt), ${label}`, (module) => module.signedHeaders({ id, timestamp, body, secret })],
+    ];
+    for (const [name, operation] of pairs) {
+      const [ours, before] = measureOps([() => operation(signing), () => operation(theirs)], { rounds: settings.signRounds, roundMs: settings.signRoundMs });
+      figures.push({ name, unit: 'ops/s', ours, baseline: { name: other.name, value: before } });
+    }
+  }
+  return figures;
 }
 
 /** Both versions' workers, on a database and prefix each, take turns delivering to one sink. */

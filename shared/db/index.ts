@@ -70,6 +70,17 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     // keepAlive: a PostgreSQL host that vanished is noticed on idle connections too.
     dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
     define: { underscored: true },
+    hooks: {
+      // The hot statements (claim, record, outbox marks, creates) are prepared once per connection
+      // and name a day partition by parameter (DESIGN §3). PostgreSQL would re-plan each of them at
+      // every execution: a custom plan that prunes the other days at plan time looks far cheaper
+      // than the generic one, which prunes them at start-up. Planning then cost more than running
+      // (0.77 ms against 0.34 ms for the claim). A generic plan is planned once per connection.
+      // A SET, not a start-up option: connection poolers refuse unknown start-up parameters.
+      afterConnect: async (connection) => {
+        await (connection as unknown as { query(sql: string): Promise<unknown> }).query('SET plan_cache_mode = force_generic_plan');
+      },
+    },
   });
   const models: Models = {
     User: class extends User {}.initModel(sequelize),

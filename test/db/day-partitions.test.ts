@@ -4,6 +4,7 @@ import { createRetention } from '../../services/webhook-worker/src/retention';
 import { claimStatement } from '../../services/webhook-worker/src/delivery-store';
 import { createDatabase, Database } from '../../shared/db';
 import { createMigrator } from '../../shared/db/migrate';
+import { withRawConnection } from '../../shared/db/raw-query';
 import { getDeliveryDetails } from '../../shared/operations/delivery-log';
 import { OPERATOR } from '../../shared/operations/viewer';
 import { insertSingleDelivery } from '../../shared/queue/events';
@@ -132,6 +133,22 @@ describe('day partitions', () => {
     expect(statements).toHaveLength(2);
     expect(await relationsOf(statements[0].sql, statements[0].bind)).toEqual([`webhook_deliveries_p${day}`]);
     expect(await relationsOf(statements[1].sql, statements[1].bind)).toEqual([`webhook_attempts_p${day}`]);
+  });
+
+  it('When the worker claims deliveries again and again on one connection, then PostgreSQL planned its claim once, not at every claim', async () => {
+    const today = new Date();
+    await ensureDays(db.sequelize, ...Array.from({ length: 32 }, (_, n) => new Date(today.getTime() - (n + 1) * DAY_MS)));
+    const ids = await Promise.all(Array.from({ length: 8 }, () => sendAt(today)));
+
+    const plans = await withRawConnection(db.sequelize, async (connection) => {
+      for (const id of ids) expect(await connection.query(claimStatement([{ deliveryId: id, oneShot: false }]))).toHaveLength(1);
+      return connection.query<{ generic_plans: string; custom_plans: string }>({
+        text: 'SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1',
+        values: [claimStatement([]).name],
+      });
+    });
+    // A custom plan per claim cost more than the claim itself (DESIGN §3's partitions by day).
+    expect(plans).toEqual([{ generic_plans: '8', custom_plans: '0' }]);
   });
 
   it('When undone and redone over rows with ids of both kinds, then every row keeps its bytes, old ids are found in the legacy partition only, and rows written since survive the undo', async () => {
