@@ -15,11 +15,12 @@ import * as signing from '../shared/webhook/signing';
 
 /**
  * This checkout against another (BENCH_VERSUS, e.g. the commit before a change), side by side
- * in one run: both apis in both layouts, then both workers, take turns round by round, so a
- * before/after ratio is measured under the same noise rather than read from two runs' ratios
- * to their baselines (whose own processes the two versions load differently). Each version
- * runs on a database its own migrations made, with the same seed, and adds its jobs with its
- * own queue module, as its outbox does.
+ * in one run: both versions' apis in both layouts, their signing modules, their workers and
+ * their post-commit-to-receipt latency take turns round by round, so a before/after ratio is
+ * measured under the same noise rather than read from two runs' ratios to their baselines
+ * (whose own processes the two versions load differently). Each version runs on a database
+ * its own migrations made, with the same seed, and adds its jobs with its own queue module,
+ * as its outbox does.
  *
  * @throws Error when BENCH_VERSUS is unset or names an unbuilt checkout
  */

@@ -120,9 +120,14 @@ function createStatement(random: boolean): string {
   // The Idempotency-Key claims (principal, key; null without one) follow the pid candidates.
   const claims = random ? '$13::text[], $14::text[]' : '$12::text[], $13::text[]';
   // One probe of the primary key per candidate, written out: over a set (unnest) the planner
-  // may hash the whole posts table instead, at a cost that grows with the table.
+  // may hash the whole posts table instead, at a cost that grows with the table. OFFSET 0
+  // keeps each NOT EXISTS a probe: PostgreSQL may otherwise turn it into a hashed subplan that
+  // reads every post, which a generic plan made while the table was small would keep doing.
   const candidate = (k: number) => `($12::int[])[(${PID_CANDIDATES} * (ord - 1) + ${k})::int]`;
-  const firstFree = Array.from({ length: PID_CANDIDATES }, (_, k) => `WHEN NOT EXISTS (SELECT 1 FROM posts stored WHERE stored.pid = ${candidate(k + 1)}) THEN ${candidate(k + 1)}`);
+  const firstFree = Array.from(
+    { length: PID_CANDIDATES },
+    (_, k) => `WHEN NOT EXISTS (SELECT 1 FROM posts stored WHERE stored.pid = ${candidate(k + 1)} OFFSET 0) THEN ${candidate(k + 1)}`,
+  );
   return `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], ${claims})
         WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, claim_principal, claim_key, ord)
@@ -154,8 +159,9 @@ function createStatement(random: boolean): string {
       FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid LEFT JOIN fan_by_event f ON f.ord = i.ord`;
 }
 // Prepared on each connection: parsing and planning this statement cost more than running it
-// for a small batch. Its generic plan probes the primary key once per pid candidate (written
-// out above), whatever the batch's size, so it stays flat as the posts table grows.
+// for a small batch. Its generic plan (shared/db: every connection plans once) probes the
+// primary key once per pid candidate (written out above), whatever the batch's size and the
+// table's statistics, so it stays flat as the posts table grows.
 const CREATE_WITH_SEQUENCE_PIDS = { name: 'posts-create-sequence', text: createStatement(false) };
 const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createStatement(true) };
 
