@@ -165,6 +165,9 @@ function createStatement(random: boolean): string {
 const CREATE_WITH_SEQUENCE_PIDS = { name: 'posts-create-sequence', text: createStatement(false) };
 const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createStatement(true) };
 
+/** The SQL of a batch of creates ({@link createStatement}), for tests of its plan. */
+export const createPostsSql = (pidSource: PidSource): string => (pidSource === 'random' ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS).text;
+
 export function createPostsRepository({ sequelize, events, cache, removeImage, log }: PostsRepositoryDeps): PostsRepository {
   async function rows(sql: string, bind: unknown[], transaction?: Transaction): Promise<PostRow[]> {
     return sequelize.query<PostRow>(sql, { bind, type: QueryTypes.SELECT, raw: true, transaction });

@@ -1,0 +1,56 @@
+import { createPostsSql } from '../../services/api/src/posts/posts-repository';
+import { createDatabase, Database } from '../../shared/db';
+import { withRawConnection } from '../../shared/db/raw-query';
+import { createTestEnvironment, TestEnvironment } from '../support/environment';
+
+/** Every (node type, relation) a plan in `EXPLAIN (FORMAT JSON)` form reads. */
+function scansOf(plan: unknown): string[] {
+  const found: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node && typeof node === 'object') {
+      const { 'Node Type': type, 'Relation Name': relation } = node as Record<string, unknown>;
+      if (relation) found.push(`${String(type)} on ${String(relation)}`);
+      Object.values(node).forEach(walk);
+    }
+  };
+  walk(plan);
+  return found;
+}
+
+describe('the plan of a batch of creates', () => {
+  let env: TestEnvironment;
+  let db: Database;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment();
+    db = createDatabase(env.databaseUrl, { poolMax: 1 });
+  });
+
+  afterAll(async () => {
+    await db.close();
+    await env.cleanup();
+  });
+
+  it('When the posts table grew from empty to 10,000 rows with no ANALYZE since, then the plan the service keeps for a random-pid create still probes posts by primary key, never reading the whole table', async () => {
+    await db.sequelize.query(`INSERT INTO users (user_id, user_name, user_email, api_token_hash, quota_limit) VALUES (1, 'Plan', 'plan@example.com', 'x', 0)`);
+    await db.sequelize.query(`INSERT INTO posts (post_uuid, user_id, post_title, post_body) SELECT gen_random_uuid(), 1, 'Post', 'Body' FROM generate_series(1, 10000)`);
+
+    const plan = await withRawConnection(db.sequelize, async (connection) => {
+      // The services' connections plan a prepared statement once (shared/db), as here.
+      await connection.query({ text: `PREPARE create_batch AS ${createPostsSql('random')}` });
+      const [row] = await connection.query<{ 'QUERY PLAN': unknown }>({
+        text: `EXPLAIN (FORMAT JSON) EXECUTE create_batch(
+          ARRAY[gen_random_uuid()], ARRAY[1], ARRAY['Title'], ARRAY['Body'], ARRAY[NULL]::text[],
+          ARRAY['{"a":'], ARRAY[',"b":'], ARRAY[',"c":'], ARRAY['}'], ARRAY[NULL]::text[], 'post.created',
+          ARRAY[11111, 22222, 33333, 44444], ARRAY[NULL]::text[], ARRAY[NULL]::text[])`,
+      });
+      return row['QUERY PLAN'];
+    });
+
+    // The INSERT itself is a ModifyTable on posts; every read of posts must be a probe.
+    const posts = scansOf(plan).filter((scan) => scan.endsWith(' on posts') && !scan.startsWith('ModifyTable'));
+    expect(posts.length).toBeGreaterThanOrEqual(4);
+    expect(posts.filter((scan) => !/^Index (Only )?Scan on posts$/.test(scan))).toEqual([]);
+  });
+});
