@@ -1,37 +1,7 @@
-import { createServer, Server, Socket, connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { ConnectionError } from 'sequelize';
 import { createDatabase, isDatabaseUnavailable } from '../../shared/db';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
-
-/**
- * A TCP proxy to PostgreSQL that drops a connection as soon as the client sends a statement
- * containing `marker`: the server "goes away" between a connection's start-up and that
- * statement.
- */
-async function startDroppingProxy(target: URL, marker: string): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connect(Number(target.port || 5432), target.hostname);
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk: Buffer) => {
-      if (chunk.includes(marker)) {
-        client.destroy();
-        upstream.destroy();
-      } else upstream.write(chunk);
-    });
-    upstream.pipe(client);
-    for (const socket of [client, upstream]) socket.on('error', () => undefined).on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
+import { startTcpProxy } from '../support/tcp-proxy';
 
 describe('the settings each new connection takes', () => {
   let env: TestEnvironment;
@@ -44,7 +14,8 @@ describe('the settings each new connection takes', () => {
 
   it('when the server goes away between a connection’s start-up and its plan setting, then the query fails as an outage (the api’s 503), not as a bad statement', async () => {
     const target = new URL(env.databaseUrl);
-    const proxy = await startDroppingProxy(target, 'plan_cache_mode');
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    proxy.dropOn('plan_cache_mode');
     const url = new URL(env.databaseUrl);
     url.hostname = '127.0.0.1';
     url.port = String(proxy.port);

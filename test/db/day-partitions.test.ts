@@ -10,6 +10,7 @@ import { OPERATOR } from '../../shared/operations/viewer';
 import { insertSingleDelivery } from '../../shared/queue/events';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ensureDays, idAt } from '../support/partitions';
+import { relationNodes } from '../support/plans';
 
 const DAY_MIGRATION = '20261126000100-day-partitions.js';
 const DAY_MS = 86_400_000;
@@ -43,17 +44,7 @@ describe('day partitions', () => {
   /** The partitions a statement's plan reads, from `EXPLAIN (FORMAT JSON)` of it with its values. */
   async function relationsOf(sql: string, bind: unknown[]): Promise<string[]> {
     const [row] = await query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${sql}`, bind);
-    const found = new Set<string>();
-    const walk = (node: unknown): void => {
-      if (Array.isArray(node)) node.forEach(walk);
-      else if (node && typeof node === 'object') {
-        for (const [key, value] of Object.entries(node)) {
-          if (key === 'Relation Name') found.add(String(value));
-          else walk(value);
-        }
-      }
-    };
-    walk(row['QUERY PLAN']);
+    const found = new Set(relationNodes(row['QUERY PLAN']).map((node) => node.relation));
     // Partitions only: an UPDATE also names its (partitioned) target table.
     return [...found].filter((name) => /^webhook_(events|deliveries|attempts)_(p\d{8}|legacy)$/.test(name)).sort();
   }

@@ -16,6 +16,11 @@ export interface TcpProxy {
    */
   hold(): void;
   release(): void;
+  /**
+   * Drops a connection, both ways, when its client sends bytes containing `marker` (which
+   * never reach the target): a server that goes away in the middle of one exchange.
+   */
+  dropOn(marker: string): void;
   close(): Promise<void>;
 }
 
@@ -27,6 +32,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const sockets = new Set<net.Socket>();
   let mode: 'forward' | 'hang' = 'forward';
   let holding = false;
+  let dropMarker: Buffer | undefined;
   const held: { upstream: net.Socket; chunk: Buffer }[] = [];
   const track = (socket: net.Socket) => {
     sockets.add(socket);
@@ -38,7 +44,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     if (mode === 'hang') return;
     const upstream = net.connect(target.port, target.host);
     track(upstream);
-    client.on('data', (chunk: Buffer) => (holding ? held.push({ upstream, chunk }) : upstream.write(chunk)));
+    client.on('data', (chunk: Buffer) => {
+      if (dropMarker && chunk.includes(dropMarker)) {
+        client.destroy();
+        upstream.destroy();
+      } else if (holding) held.push({ upstream, chunk });
+      else upstream.write(chunk);
+    });
     upstream.pipe(client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
@@ -69,6 +81,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     hold() {
       holding = true;
+    },
+    dropOn(marker) {
+      dropMarker = Buffer.from(marker, 'utf8');
     },
     release() {
       holding = false;
