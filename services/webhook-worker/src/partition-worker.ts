@@ -110,7 +110,10 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
       this.pool.passed(this);
     } else {
       this.pool.give(this);
-      this.wakeBlockedFetch();
+      // Only a chain the pool ended can leave jobs behind a waiting loop: one that found the
+      // queue empty is woken by the producer's marker, and a marker here would cost every
+      // delivery on a quiet queue a command and a fetch that finds nothing.
+      if (declined) this.wakeBlockedFetch();
     }
     return next;
   }
