@@ -15,6 +15,8 @@ export interface EgressProxyOptions {
   noProxy: readonly string[];
   /** Sockets per proxy, as for direct targets. */
   maxSockets: number;
+  /** TCP keep-alive delay of the pooled sockets, ms; default Node's (1000). The http sender passes axios's 60 s. */
+  keepAliveMsecs?: number;
 }
 
 export interface EgressProxy {
@@ -37,7 +39,7 @@ export interface EgressProxy {
  */
 export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const proxyUrl = new URL(options.url);
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets };
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, ...(options.keepAliveMsecs ? { keepAliveMsecs: options.keepAliveMsecs } : {}) };
   const httpAgent = new HttpProxyAgent(proxyUrl, agentOptions);
   const httpsAgent = new HttpsProxyAgent(proxyUrl, agentOptions);
   const direct = noProxyRule(options.noProxy);
