@@ -112,7 +112,7 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
         `The baseline column is the other checkout (${settings.versus}); the ratio is this checkout's figure over its figure, the median of the per-round ratios with their min-max (signing: the ratio of the medians of ${settings.signRounds} rounds, as in the signing section).`,
         'Signing: both versions\' `shared/webhook/signing` loaded in this process, the same body, id, timestamp and secret, taking turns within every round.',
         `API: the four apis (layouts a and b of each version) run side by side, each version on its own database (${formatNumber(settings.apiPosts)} posts seeded alike), and take turns as in the API section: ${settings.apiDurationS} s per contender and round after ${settings.apiWarmupS} s of warm-up, ${settings.apiConnections} connections.`,
-        `Latency: at each rate of the curve, each version's api (layout b) and worker, started afresh on its own database, take ${LATENCY_ROUNDS} turns of ${settings.latencyDurationS} s of paced posts as in the delivery section; a latency ratio above 1 means this checkout is slower.`,
+        `Latency: at each rate of the curve, each version's api (layout b) and worker, started afresh on its own database, take ${settings.rounds} turns of ${settings.latencyDurationS} s of paced posts as in the delivery section; a latency ratio above 1 means this checkout is slower.`,
         `Delivery: the two workers run side by side, each on its own database and Redis prefix, delivering to one sink; after a warm-up batch each they take turns, ${formatNumber(Math.round(settings.events / settings.rounds))} webhooks per round, rows written as each version's outbox writes them (with events stored once, an event row per delivery) and jobs added with each version's queue module.`,
       ],
     };
@@ -121,11 +121,8 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
   }
 }
 
-/** Turns of each version at each rate of the latency curve (each turn starts its services afresh). */
-const LATENCY_ROUNDS = 3;
-
 /**
- * The latency curve of both versions, taking turns at each rate.
+ * The latency curve of both versions, taking turns at each rate (each turn starts its services afresh).
  *
  * @returns per rate of `settings.latencyRates`, per build, one measurement per round
  */
@@ -135,7 +132,7 @@ async function measureLatencies(scope: Scope, settings: BenchSettings, builds: r
   for (const rate of settings.latencyRates) {
     curve.push(
       await takeTurns(
-        LATENCY_ROUNDS,
+        settings.rounds,
         builds.map((build, i) => ({
           name: build.name,
           run: (round: number) => withScope((inner) => measureLatency(inner, settings, dbs[i], `${redisPrefix}_l${i}_${rate}_${round}`, 'paced', rate, build)),
