@@ -31,65 +31,33 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
   try {
     const redisPrefix = createBenchRedisPrefix(scope, settings.redisUrl);
     const builds = [THIS_BUILD, other] as const;
-    const dbs = await Promise.all(builds.map((build) => createBenchDatabase(scope, settings.databaseUrl, { build })));
-    const pids = (await Promise.all(dbs.map((db) => seedPosts(db, settings.apiPosts))))[0];
-    const api = await measureTargets(
-      settings,
-      builds.flatMap((build, i) =>
-        (['a', 'b'] as const).map((layout) =>
-          apiTarget(`${layout} ${build.name}`, dbs[i], layout, (s) => startApi(s, settings, dbs[i].url, `${redisPrefix}_${i}${layout}`, layout, build)),
-        ),
-      ),
-      pids,
-    );
-    const apiFigure = (title: string, layout: 'a' | 'b', scenario: Scenario): Figure => {
-      const ours = api.get(`${layout} ${THIS_BUILD.name}`)![scenario];
-      const theirs = api.get(`${layout} ${other.name}`)![scenario];
-      return {
-        name: title,
-        unit: 'req/s',
-        ours: median(ours.map((m: Measured) => m.rps)),
-        problem: problemOf(ours) ?? (problemOf(theirs) && `${other.name}: ${problemOf(theirs)}`),
-        oursDetail: detail(ours),
-        baseline: { name: other.name, value: median(theirs.map((m) => m.rps)) },
-        baselineDetail: detail(theirs),
+    const parts = settings.versusParts;
+    const figures: Figure[] = [];
+    if (parts.has('signing')) figures.push(...compareSigning(settings, other));
+    if (parts.has('api')) figures.push(...(await compareApis(scope, settings, builds, redisPrefix)));
+    if (parts.has('delivery')) {
+      const delivery = await measureDeliveries(scope, settings, builds, redisPrefix);
+      const incomplete = delivery.flat().filter((m) => m.run.succeeded !== m.run.events);
+      figures.push({
+        name: 'webhooks delivered end to end',
+        unit: 'webhooks/s',
+        ours: median(delivery[0].map((m) => m.run.perSecond)),
+        problem:
+          incomplete.length === 0
+            ? undefined
+            : `${formatNumber(incomplete[0].run.succeeded ?? 0)} of ${formatNumber(incomplete[0].run.events)} recorded as succeeded in a round`,
+        oursDetail: describeMeasurement(delivery[0][delivery[0].length - 1]),
+        baseline: { name: other.name, value: median(delivery[1].map((m) => m.run.perSecond)) },
+        baselineDetail: describeMeasurement(delivery[1][delivery[1].length - 1]),
         ratios: roundRatios(
-          ours.map((m) => m.rps),
-          theirs.map((m) => m.rps),
+          delivery[0].map((m) => m.run.perSecond),
+          delivery[1].map((m) => m.run.perSecond),
         ),
-      };
-    };
-
-    const signingFigures = compareSigning(settings, other);
-    const delivery = await measureDeliveries(scope, settings, builds, redisPrefix);
-    const latency = await measureLatencies(scope, settings, builds, redisPrefix);
-    const incomplete = delivery.flat().filter((m) => m.run.succeeded !== m.run.events);
-    return {
-      title: `This checkout against ${other.name} (BENCH_VERSUS), taking turns in ${settings.rounds} rounds`,
-      figures: [
-        ...signingFigures,
-        apiFigure('GET one post, layout a (cached)', 'a', 'get'),
-        apiFigure('GET one post, layout b', 'b', 'get'),
-        apiFigure('list 20, layout a (cached)', 'a', 'list'),
-        apiFigure('list 20, layout b', 'b', 'list'),
-        apiFigure('create, layout a', 'a', 'create'),
-        apiFigure('create, layout b', 'b', 'create'),
-        {
-          name: 'webhooks delivered end to end',
-          unit: 'webhooks/s',
-          ours: median(delivery[0].map((m) => m.run.perSecond)),
-          problem:
-            incomplete.length === 0
-              ? undefined
-              : `${formatNumber(incomplete[0].run.succeeded ?? 0)} of ${formatNumber(incomplete[0].run.events)} recorded as succeeded in a round`,
-          oursDetail: describeMeasurement(delivery[0][delivery[0].length - 1]),
-          baseline: { name: other.name, value: median(delivery[1].map((m) => m.run.perSecond)) },
-          baselineDetail: describeMeasurement(delivery[1][delivery[1].length - 1]),
-          ratios: roundRatios(
-            delivery[0].map((m) => m.run.perSecond),
-            delivery[1].map((m) => m.run.perSecond),
-          ),
-        },
+      });
+    }
+    if (parts.has('latency')) {
+      const latency = await measureLatencies(scope, settings, builds, redisPrefix);
+      figures.push(
         ...settings.latencyRates.flatMap((rate, r) =>
           (['p50', 'p99'] as const).map(
             (quantile): Figure => ({
@@ -107,7 +75,11 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
             }),
           ),
         ),
-      ],
+      );
+    }
+    return {
+      title: `This checkout against ${other.name} (BENCH_VERSUS), taking turns in ${settings.rounds} rounds`,
+      figures,
       notes: [
         `The baseline column is the other checkout (${settings.versus}); the ratio is this checkout's figure over its figure, the median of the per-round ratios with their min-max (signing: the ratio of the medians of ${settings.signRounds} rounds, as in the signing section).`,
         'Signing: both versions\' `shared/webhook/signing` loaded in this process, the same body, id, timestamp and secret, taking turns within every round.',
@@ -119,6 +91,47 @@ export async function runVersusBench(settings: BenchSettings): Promise<Section> 
   } finally {
     await scope.close();
   }
+}
+
+/** Both versions' apis in both layouts, taking turns (the API section's scenarios), each version on its own database. */
+async function compareApis(scope: Scope, settings: BenchSettings, builds: readonly Build[], redisPrefix: string): Promise<Figure[]> {
+  const dbs = await Promise.all(builds.map((build) => createBenchDatabase(scope, settings.databaseUrl, { build })));
+  const pids = (await Promise.all(dbs.map((db) => seedPosts(db, settings.apiPosts))))[0];
+  const api = await measureTargets(
+    settings,
+    builds.flatMap((build, i) =>
+      (['a', 'b'] as const).map((layout) =>
+        apiTarget(`${layout} ${build.name}`, dbs[i], layout, (s) => startApi(s, settings, dbs[i].url, `${redisPrefix}_${i}${layout}`, layout, build)),
+      ),
+    ),
+    pids,
+  );
+  const [ours, other] = builds;
+  const apiFigure = (title: string, layout: 'a' | 'b', scenario: Scenario): Figure => {
+    const mine = api.get(`${layout} ${ours.name}`)![scenario];
+    const theirs = api.get(`${layout} ${other.name}`)![scenario];
+    return {
+      name: title,
+      unit: 'req/s',
+      ours: median(mine.map((m: Measured) => m.rps)),
+      problem: problemOf(mine) ?? (problemOf(theirs) && `${other.name}: ${problemOf(theirs)}`),
+      oursDetail: detail(mine),
+      baseline: { name: other.name, value: median(theirs.map((m) => m.rps)) },
+      baselineDetail: detail(theirs),
+      ratios: roundRatios(
+        mine.map((m) => m.rps),
+        theirs.map((m) => m.rps),
+      ),
+    };
+  };
+  return [
+    apiFigure('GET one post, layout a (cached)', 'a', 'get'),
+    apiFigure('GET one post, layout b', 'b', 'get'),
+    apiFigure('list 20, layout a (cached)', 'a', 'list'),
+    apiFigure('list 20, layout b', 'b', 'list'),
+    apiFigure('create, layout a', 'a', 'create'),
+    apiFigure('create, layout b', 'b', 'create'),
+  ];
 }
 
 /**

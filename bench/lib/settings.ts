@@ -47,7 +47,13 @@ export interface BenchSettings {
    * build` there), whose api and worker the `versus` section measures against this checkout's.
    */
   versus?: string;
+  /** `BENCH_VERSUS_PARTS`: which figures the `versus` section measures (comma-separated); default all. */
+  versusParts: ReadonlySet<VersusPart>;
 }
+
+/** The figures of the `versus` section, which `BENCH_VERSUS_PARTS` picks from. */
+export const VERSUS_PARTS = ['signing', 'api', 'delivery', 'latency'] as const;
+export type VersusPart = (typeof VERSUS_PARTS)[number];
 
 /** The sections of a run, in the order `run-all` runs them. */
 export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked', 'storage', 'versus'] as const;
@@ -75,6 +81,10 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`Invalid BENCH_ONLY: unknown section "${name}"`);
   }
   if (only.has('versus') && !versus) throw new Error('BENCH_ONLY=versus needs BENCH_VERSUS: the folder of another built checkout');
+  const versusParts = new Set((env.BENCH_VERSUS_PARTS ?? VERSUS_PARTS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+  for (const part of versusParts) {
+    if (!(VERSUS_PARTS as readonly string[]).includes(part)) throw new Error(`Invalid BENCH_VERSUS_PARTS: unknown part "${part}"`);
+  }
   const events = num('BENCH_EVENTS', 20_000, 2_000);
   const latencyRate = num('BENCH_LATENCY_RATE', 500, 500);
   const rates = (env.BENCH_LATENCY_RATES ?? `100,250,${latencyRate}`).split(',').map((raw) => {
@@ -110,5 +120,6 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     scalingLowEvents: num('BENCH_SCALING_LOW_EVENTS', 5_000, 1_000),
     cpuProfDir: env.BENCH_CPU_PROF || undefined,
     versus,
+    versusParts: versusParts as Set<VersusPart>,
   };
 }
