@@ -71,12 +71,13 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
         contenders.map((contender) => ({ name: contender.name, run: () => contender.run(perRound) })),
       );
     });
+    // A database per point, as Layout B's random pids make creates slower as posts accumulate.
+    const freshLatency = (prefix: string, mode: 'paced' | 'burst', rate: number) =>
+      withScope(async (inner) => measureLatency(inner, settings, await createBenchDatabase(inner, settings.databaseUrl), prefix, mode, rate));
     const curve: Latency[] = [];
-    for (const rate of settings.latencyRates) {
-      curve.push(await withScope((inner) => measureLatency(inner, settings, db, `${redisPrefix}_l${rate}`, 'paced', rate)));
-    }
+    for (const rate of settings.latencyRates) curve.push(await freshLatency(`${redisPrefix}_l${rate}`, 'paced', rate));
     const latency = curve.find((point) => point.askedRate === settings.latencyRate)!;
-    const burst = await withScope((inner) => measureLatency(inner, settings, db, `${redisPrefix}_lb`, 'burst', settings.latencyRate));
+    const burst = await freshLatency(`${redisPrefix}_lb`, 'burst', settings.latencyRate);
     const throughput = (runs: readonly WorkerMeasurement[]) => median(runs.map((m) => m.run.perSecond));
     const incomplete = ours.filter((m) => m.run.succeeded !== m.run.events);
 
@@ -149,7 +150,7 @@ export async function runDeliveryBench(settings: BenchSettings): Promise<Section
         'Bare: the job carries URL and body; the worker POSTs it unsigned with axios and records nothing. Same sink, same body (about 500 bytes), same concurrency and bounded job retention, each after a warm-up batch.',
         'Bare with bookkeeping (a reference, no goal): the bare worker plus the least PostgreSQL work our design needs, with plain pg: one statement claims and loads the delivery row, one records the attempt and the outcome; unsigned, no retry policy. It separates the cost of recording every delivery (the design) from the cost of how our worker does it.',
         'The sink verifies X-Signature with our module whenever the header is present and counts each webhook-id once. Worker CPU is the worker process only; PostgreSQL, Redis and the sink share the same cores.',
-        `Latency, as a curve: at each rate (${settings.latencyRates.join(', ')} posts/s, ${settings.latencyDurationS} s of posts each) posts are created through api layout b at a steady rate, open loop (post i leaves at i / rate whether or not the earlier ones were answered; \`bench/lib/paced-load.ts\`), with one worker running and one endpoint subscribed; the sink subtracts the event's \`created_at\` (set by PostgreSQL inside the creating transaction, so slightly before commit) from its receipt time. Machine CPU is the busy share of every core (/proc/stat) over the measured posts, api, worker, PostgreSQL, Redis, sink and load generator together: a p99 taken on a saturated machine is queueing, so choose capacity from the curve. The p99 goal holds only at ${settings.latencyRate} posts/s achieved: below 95 % of it, the figure is marked invalid.`,
+        `Latency, as a curve: at each rate (${settings.latencyRates.join(', ')} posts/s, ${settings.latencyDurationS} s of posts each) posts are created through api layout b, on a database of its own for each rate, at a steady rate, open loop (post i leaves at i / rate whether or not the earlier ones were answered; \`bench/lib/paced-load.ts\`), with one worker running and one endpoint subscribed; the sink subtracts the event's \`created_at\` (set by PostgreSQL inside the creating transaction, so slightly before commit) from its receipt time. Machine CPU is the busy share of every core (/proc/stat) over the measured posts, api, worker, PostgreSQL, Redis, sink and load generator together: a p99 taken on a saturated machine is queueing, so choose capacity from the curve. The p99 goal holds only at ${settings.latencyRate} posts/s achieved: below 95 % of it, the figure is marked invalid.`,
         "Burst (a reference, no goal): autocannon's `overallRate` gives each connection a budget per second that it spends as fast as the api answers, so each second's posts arrive together at its start; the p99 there is the time to clear a second's posts at once.",
         'Peak RSS: VmRSS of the api and of the worker process, sampled every 100 ms from the first post until the last webhook is received.',
         "Our worker and api run with the node options of their start commands (`NODE_HEAP_FLAGS`, scripts/services.ts: V8 heap sizing); the bare workers with node's defaults.",
