@@ -65,7 +65,7 @@ export interface HttpSender {
 }
 
 /** The TCP keep-alive delay axios sets on each request's socket (its http adapter), ms. */
-export const TCP_KEEPALIVE_DELAY_MS = 60_000;
+const TCP_KEEPALIVE_DELAY_MS = 60_000;
 
 /** Transport failures worth an immediate retry inside one attempt: nothing reached the receiver. */
 const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
