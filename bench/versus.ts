@@ -20,7 +20,7 @@ import * as signing from '../shared/webhook/signing';
  * measured under the same noise rather than read from two runs' ratios to their baselines
  * (whose own processes the two versions load differently). Each version runs on a database
  * its own migrations made, with the same seed, and adds its jobs with its own queue module,
- * as its outbox does.
+ * as its outbox does. `BENCH_VERSUS_PARTS` picks which of these figures to measure.
  *
  * @throws Error when BENCH_VERSUS is unset or names an unbuilt checkout
  */
