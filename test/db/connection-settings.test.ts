@@ -13,10 +13,9 @@ describe('the settings each new connection takes', () => {
   afterAll(() => env.cleanup());
 
   it('when the server goes away between a connection’s start-up and its plan setting, then the query fails as an outage (the api’s 503), not as a bad statement', async () => {
-    const target = new URL(env.databaseUrl);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    proxy.dropOn('plan_cache_mode');
     const url = new URL(env.databaseUrl);
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    proxy.dropOn('plan_cache_mode');
     url.hostname = '127.0.0.1';
     url.port = String(proxy.port);
     const db = createDatabase(url.toString(), { poolMax: 1 });
