@@ -207,6 +207,8 @@ describe('webhook routes', () => {
     expect((await settled(id)).status).toBe('failed');
     await producer.queue.remove(id);
     receiver.reset();
+    // The receiver holds the new attempt, so the delivery is still pending when the second redelivery asks.
+    receiver.setReply({ status: 500, delayMs: 1000 });
 
     const redelivered = await post(`/api/v1/webhooks/${id}/redeliver`);
     const again = await post(`/api/v1/webhooks/${id}/redeliver`);
