@@ -40,6 +40,34 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
     expect(pool.mayKeep(b)).toBe(true);
   });
 
+  it('when a slot frees while a partition below its fair share wants one, then a partition at its share is refused it, so slots do not churn', () => {
+    const pool = createSlotPool(4);
+    for (let i = 0; i < 2; i += 1) pool.tryTake(a);
+    for (let i = 0; i < 2; i += 1) pool.tryTake(b);
+    expect([pool.tryTake(a), pool.tryTake(b)]).toEqual([false, false]);
+
+    pool.give(b);
+
+    // a holds its share (2 of 4): taking the slot, it would go over and give it back at once.
+    expect(pool.tryTake(a)).toBe(false);
+    expect(pool.tryTake(b)).toBe(true);
+    expect([pool.heldBy(a), pool.heldBy(b)]).toEqual([2, 2]);
+    expect([pool.mayKeep(a), pool.mayKeep(b)]).toEqual([true, true]);
+  });
+
+  it('when the partition below its share found its queue empty, then a partition at its share takes the free slot', () => {
+    const pool = createSlotPool(4);
+    for (let i = 0; i < 2; i += 1) pool.tryTake(a);
+    for (let i = 0; i < 2; i += 1) pool.tryTake(b);
+    expect([pool.tryTake(a), pool.tryTake(b)]).toEqual([false, false]);
+    pool.give(b);
+
+    pool.satisfied(b);
+
+    expect(pool.tryTake(a)).toBe(true);
+    expect([pool.heldBy(a), pool.heldBy(b)]).toEqual([3, 1]);
+  });
+
   it('when a job passes its slot on, then only its own partition hears of it; when a slot frees, every waiting partition does', async () => {
     const pool = createSlotPool(2);
     pool.tryTake(a);

@@ -21,7 +21,8 @@ export interface SlotPool {
   /** Slots `member` holds. */
   heldBy(member: object): number;
   /**
-   * Takes a slot now if one is free and no partition waits for one (waiters come first). A
+   * Takes a slot now if one is free, no partition waits for one (waiters come first), and
+   * `member` holds less than its fair share or no other partition below its share wants one. A
    * refusal marks `member` as wanting more, which lowers the others' fair share.
    */
   tryTake(member: object): boolean;
@@ -87,6 +88,19 @@ export function createSlotPool(size: number): SlotPool {
     });
   /** Slots per partition that holds or wants some, rounded up. */
   const fairShare = () => Math.ceil(size / Math.max(1, active));
+  /**
+   * Whether a free slot belongs to another partition: `member` is at its fair share and one
+   * below it wants more. Were the first loop to ask to get it, a partition at its share would
+   * go over, give the slot back at its next finished job (mayKeep), and the slots would churn
+   * between busy partitions, each move a fetch of its own (a quarter of all jobs with 12
+   * partitions sharing 50 slots).
+   */
+  const belongsToAnother = (member: object) => {
+    const share = fairShare();
+    if (heldBy(member) < share) return false;
+    for (const other of wanting) if (other !== member && heldBy(other) < share) return true;
+    return false;
+  };
 
   return {
     size,
@@ -111,7 +125,7 @@ export function createSlotPool(size: number): SlotPool {
     heldBy,
     tryTake(member) {
       // Waiters hold no slot: a free slot is theirs first.
-      if (held < size && waiters.length === 0) {
+      if (held < size && waiters.length === 0 && !belongsToAnother(member)) {
         grant(member);
         return true;
       }
