@@ -4,8 +4,9 @@
  * never has more than `size` jobs in hand, however many partitions it drains; an idle
  * partition holds none (it waits for work without one). A partition holding none waits in
  * line and gets the next slot given back; one holding more than its fair share while others
- * want slots gives a finished job's slot back instead of passing it to its own next job. So
- * every partition with work holds at least one slot, and the slots drift to an even split.
+ * want slots gives a finished job's slot back instead of passing it to its own next job, and
+ * a free slot goes to a partition below its share before one at it. So every partition with
+ * work holds at least one slot, and the slots settle in an even split and stay there.
  */
 export interface SlotPool {
   readonly size: number;
