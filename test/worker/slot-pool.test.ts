@@ -4,6 +4,16 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
   const a = { name: 'partition a' };
   const b = { name: 'partition b' };
 
+  /** A pool of 4 held 2 and 2 by a and b, both wanting more, with one of b's slots just given back. */
+  function halvedPoolWithAFreeSlot() {
+    const pool = createSlotPool(4);
+    for (let i = 0; i < 2; i += 1) pool.tryTake(a);
+    for (let i = 0; i < 2; i += 1) pool.tryTake(b);
+    expect([pool.tryTake(a), pool.tryTake(b)]).toEqual([false, false]);
+    pool.give(b);
+    return pool;
+  }
+
   it('when one partition alone has work, then it may take every slot and no more', () => {
     const pool = createSlotPool(4);
     for (let i = 0; i < 4; i += 1) expect(pool.tryTake(a)).toBe(true);
@@ -41,12 +51,7 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
   });
 
   it('when a slot frees while a partition below its fair share wants one, then a partition at its share is refused it, so slots do not churn', () => {
-    const pool = createSlotPool(4);
-    for (let i = 0; i < 2; i += 1) pool.tryTake(a);
-    for (let i = 0; i < 2; i += 1) pool.tryTake(b);
-    expect([pool.tryTake(a), pool.tryTake(b)]).toEqual([false, false]);
-
-    pool.give(b);
+    const pool = halvedPoolWithAFreeSlot();
 
     // a holds its share (2 of 4): taking the slot, it would go over and give it back at once.
     expect(pool.tryTake(a)).toBe(false);
@@ -56,11 +61,7 @@ describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (DESIG
   });
 
   it('when the partition below its share found its queue empty, then a partition at its share takes the free slot', () => {
-    const pool = createSlotPool(4);
-    for (let i = 0; i < 2; i += 1) pool.tryTake(a);
-    for (let i = 0; i < 2; i += 1) pool.tryTake(b);
-    expect([pool.tryTake(a), pool.tryTake(b)]).toEqual([false, false]);
-    pool.give(b);
+    const pool = halvedPoolWithAFreeSlot();
 
     pool.satisfied(b);
 

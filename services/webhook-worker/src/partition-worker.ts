@@ -84,13 +84,13 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
   override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
     let next: void | DeliveryJob;
     let declined = false;
-    let fetchWanted = false;
+    let kept = false;
     this.fetched = Math.max(0, this.fetched - 1);
     try {
       next = await super.processJob(job, token, () => {
         const wanted = fetchNextCallback();
-        fetchWanted = wanted;
         const keep = wanted && this.pool.mayKeep(this);
+        kept = keep;
         declined = wanted && !keep;
         if (keep) this.carried.add(token);
         return keep;
@@ -112,8 +112,8 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
       this.pool.passed(this);
     } else {
       this.pool.give(this);
-      // A fetch that found the queue empty: this partition no longer wants slots, so none is kept free for it.
-      if (!declined && fetchWanted) this.pool.satisfied(this);
+      // The fetch ran and found the queue empty: this partition no longer wants slots, so none is kept free for it.
+      if (kept) this.pool.satisfied(this);
       // Only a chain the pool ended can leave jobs behind a waiting loop: one that found the
       // queue empty is woken by the producer's marker, and a marker here would cost every
       // delivery on a quiet queue a command and a fetch that finds nothing.
