@@ -7,6 +7,7 @@ import { buildApp as buildApi } from '../../services/api/src/app';
 import { buildApp as buildReceiver } from '../../services/receiver/src/app';
 import { WebhookRequest } from '../../shared/webhook';
 import { type TestEnvironment, createTestEnvironment } from '../support/environment';
+import { waitFor } from '../support/processes';
 
 const SECRET = 'whsec_cmVjZWl2ZXItdG8tYXBpLXRlc3Qtc2VjcmV0';
 const TOKEN = 'token-issued-through-a-user-webhook-0001';
@@ -66,8 +67,15 @@ describe('a user created by webhook, on the api', () => {
 
     await sendUserEvent('user.updated', { user_id: USER_ID, name: 'Webhook User', email: 'webhook.user@example.com', token: null });
 
-    const revoked = await createPost(TOKEN);
-    expect(revoked.status).toBe(401);
+    // The api learns of the revocation over Redis pub/sub, so the promise is a refusal within 1 s, not on the next request.
+    const revoked = await waitFor(
+      async () => {
+        const answer = await createPost(TOKEN);
+        return answer.status === 401 ? answer : undefined;
+      },
+      1_000,
+      'the revoked token to be refused',
+    );
     expect(await revoked.json()).toEqual({ status: 401, message: 'Invalid authentication token or client ID.' });
   });
 });

@@ -85,7 +85,7 @@ export async function runScript(
 }
 
 /** Polls `probe` every 100 ms until it returns a truthy value, or throws after `timeoutMs`. */
-export async function waitFor<T>(probe: () => Promise<T>, timeoutMs: number, what: string): Promise<T> {
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
