@@ -1,8 +1,13 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { Client } from 'pg';
 import { createDatabase } from '../../shared/db';
 import { createMigrator } from '../../shared/db/migrate';
 import { dockerMayAnswer, publishServices, withDatabase } from './services';
+
+const ROOT = path.resolve(__dirname, '../..');
+const { needsBuild } = require('../../scripts/run-built.js') as { needsBuild(root: string): boolean };
 
 /**
  * Chooses the run's PostgreSQL and Redis: containers when a Docker engine answers, else
@@ -10,6 +15,7 @@ import { dockerMayAnswer, publishServices, withDatabase } from './services';
  * with the real migrations; each test file clones it (see database.ts).
  */
 export default async function globalSetup(): Promise<void> {
+  buildIfStale();
   const containers = await startContainers();
   const adminDatabaseUrl = withDatabase(
     containers?.databaseUrl ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -58,4 +64,14 @@ async function startContainers(): Promise<{ databaseUrl: string; redisUrl: strin
     // No engine answered: fall back to DATABASE_URL / REDIS_URL or the local services.
     return undefined;
   }
+}
+
+/**
+ * Many tests start the built services and CLIs as processes; `npm test` builds first, but a
+ * plain `npx jest <file>` after an edit would otherwise run a missing or stale dist/.
+ */
+function buildIfStale(): void {
+  if (!needsBuild(ROOT)) return;
+  const result = spawnSync(process.execPath, [path.join(ROOT, 'scripts/run-built.js'), '--build'], { cwd: ROOT, stdio: 'inherit' });
+  if (result.status !== 0) throw new Error('the build failed (npm run build), so the tests would run stale code');
 }
