@@ -1,6 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
 import { QueryTypes } from 'sequelize';
 import Redis from 'ioredis';
-import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
+import { claimStatement } from '../../services/webhook-worker/src/delivery-store';
+import { createOutbox, createWebhookQueue, enqueueWebhook, markEnqueued } from '../../shared/queue';
 import { createRedis } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
@@ -96,6 +99,35 @@ describe('outbox', () => {
 
     expect(results.reduce((sum, pass) => sum + pass.enqueued, 0)).toBe(ids.length);
     expect((await producer.queue.getJobs(['wait'])).map((job) => job.id).sort()).toEqual(ids);
+  });
+
+  it('When a worker claims rows of a batch the api is marking enqueued, then neither waits for the other and every row ends marked', async () => {
+    const created = new Date();
+    const [first, second] = [idAt('msg_', created), idAt('msg_', created)];
+    await producer.db.models.WebhookDelivery.bulkCreate(
+      [first, second].map((id) => ({ id, endpointId: null, url: 'http://127.0.0.1:9/x', event: 'post.created', body: '{}', createdAt: created })),
+    );
+    const worker = new Client({ connectionString: env.config.databaseUrl });
+    await worker.connect();
+    try {
+      // A worker's claim batch takes the second row; its jobs were in Redis before the api's mark ran.
+      await worker.query('BEGIN');
+      expect((await worker.query(claimStatement([{ deliveryId: second, oneShot: false }]))).rows).toHaveLength(1);
+      const mark = markEnqueued(producer.db.sequelize, [first, second]);
+      const settled = await Promise.race([mark.then(() => 'marked'), sleep(500).then(() => 'waiting')]);
+      // The same batch goes on to the first row. A mark holding it while waiting for the second
+      // is a deadlock, which PostgreSQL ends after deadlock_timeout by failing one statement.
+      expect((await worker.query(claimStatement([{ deliveryId: first, oneShot: false }]))).rows).toHaveLength(1);
+      await worker.query('COMMIT');
+      await mark;
+      expect(settled).toBe('marked');
+    } finally {
+      await worker.end();
+    }
+
+    const rows = await deliveryRows(producer.db);
+    const states = Object.fromEntries(rows.map((row) => [row.id, { status: row.status, marked: row.enqueuedAt !== null }]));
+    expect(states).toEqual({ [first]: { status: 'delivering', marked: true }, [second]: { status: 'delivering', marked: true } });
   });
 
   it('When a queued job vanished from Redis, then the relay adds it again', async () => {

@@ -141,14 +141,15 @@ const AHEAD_IN_LINE = `webhook_fifo_ahead(w.endpoint_id, w.sequence)`;
 // $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery), $3 and $4
 // the range of their partition keys (shared/db/partitions.ts), so the plan holds only their
 // day's partitions. An event shares its deliveries' millisecond, so the same range finds it;
-// a replay's delivery is younger than its event, whose body is then read apart.
+// a replay's delivery is younger than its event, whose body is then read apart. A claimed row
+// is marked enqueued (its job ran), as the api's mark skips rows a claim holds.
 const CLAIM_BATCH = {
   name: 'webhook_worker_claim',
   text: `
   WITH c AS (
     SELECT * FROM unnest($1::text[], $2::boolean[]) AS c(id, one_shot)
   ), d AS (
-    UPDATE webhook_deliveries w SET status = 'delivering', updated_at = now()
+    UPDATE webhook_deliveries w SET status = 'delivering', enqueued_at = COALESCE(w.enqueued_at, now()), updated_at = now()
       FROM c
      WHERE w.id = c.id AND ${keyRange('w.created_at', '$3', '$4')} AND w.status IN ('pending', 'delivering')
        AND (c.one_shot OR w.one_shot OR w.next_attempt_at IS NULL OR w.next_attempt_at <= now() + interval '1 second')
