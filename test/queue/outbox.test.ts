@@ -114,7 +114,7 @@ describe('outbox', () => {
       await worker.query('BEGIN');
       expect((await worker.query(claimStatement([{ deliveryId: second, oneShot: false }]))).rows).toHaveLength(1);
       const mark = markEnqueued(producer.db.sequelize, [first, second]);
-      const settled = await Promise.race([mark.then(() => 'marked'), sleep(500).then(() => 'waiting')]);
+      const settled = await Promise.race([mark.then(() => 'marked'), sleep(2_000).then(() => 'waiting')]);
       // The same batch goes on to the first row. A mark holding it while waiting for the second
       // is a deadlock, which PostgreSQL ends after deadlock_timeout by failing one statement.
       expect((await worker.query(claimStatement([{ deliveryId: first, oneShot: false }]))).rows).toHaveLength(1);

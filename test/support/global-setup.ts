@@ -10,9 +10,10 @@ const ROOT = path.resolve(__dirname, '../..');
 const { needsBuild } = require('../../scripts/run-built.js') as { needsBuild(root: string): boolean };
 
 /**
- * Builds dist/ if a source is newer. Chooses the run's PostgreSQL and Redis: containers when a Docker engine answers, else
- * DATABASE_URL / REDIS_URL, else the local services. Then migrates a template database
- * with the real migrations; each test file clones it (see database.ts).
+ * Builds dist/ if a source is newer. Chooses the run's PostgreSQL and Redis: containers when
+ * a Docker engine answers, else DATABASE_URL / REDIS_URL, else the local services. Then
+ * migrates a template database with the real migrations; each test file clones it (see
+ * database.ts).
  */
 export default async function globalSetup(): Promise<void> {
   buildIfStale();
