@@ -1,5 +1,6 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
+import { eventEnvelope } from '../deliveries/event-data';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
 import { EventKind, newIdAtSql, newIdSql } from './events';
@@ -11,7 +12,10 @@ export interface EventFanOut {
   /** What made the event: a post change or a `POST /events` fan-out. */
   kind: Extract<EventKind, 'post' | 'fan-out'>;
   event: string;
-  /** The `_data` of the envelope: any non-empty JSON value. */
+  /**
+   * The `_data` of the envelope: any non-empty JSON value, a string sent as a string (a
+   * published payload goes through shared/deliveries `eventDataOf` first).
+   */
   data: unknown;
   /**
    * The user whose own endpoints also receive it (a post's owner, `POST /events`'s
@@ -37,25 +41,26 @@ export async function insertEventDeliveries(sequelize: Sequelize, transaction: T
 
 /** {@link insertEventDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
-  const body = serializeEnvelope(fanOut.data, { event: fanOut.event, signable: true });
+  const body = eventEnvelope(fanOut.event, fanOut.data);
   // One round trip: the ids are drawn by PostgreSQL, the deliveries' at their event's
   // millisecond, so all rows share its day partition (DESIGN §3). The writing request's trace
-  // travels in the row, so a revived job still joins it.
+  // travels in the row, so a revived job still joins it. The filter reads the body's `_data`,
+  // as replay does (DESIGN §14: one evaluation).
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
     `WITH ev AS (
        INSERT INTO webhook_events (id, created_at, kind, event, body, user_id)
-       SELECT f.id, webhook_id_time(f.id), $6, $1, $2, $3 FROM (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
+       SELECT f.id, webhook_id_time(f.id), $5, $1, $2, $3 FROM (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
        RETURNING id, created_at
      )
      INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id, traceparent)
      SELECT ${newIdAtSql('msg_', 'ev.created_at')}, ev.created_at, ev.id, ep.id, ep.url, $1, ep.user_id, $4
        FROM webhook_endpoints ep CROSS JOIN ev
       WHERE ep.active AND (cardinality(ep.events) = 0 OR $1 = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = $3)
-        AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, $5::jsonb))
+        AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, $2::jsonb -> '_data'))
       ORDER BY ep.id
      RETURNING id, endpoint_id`,
     {
-      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), JSON.stringify(fanOut.data), fanOut.kind],
+      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), fanOut.kind],
       type: QueryTypes.SELECT,
       transaction,
     },

@@ -80,6 +80,32 @@ describe('endpoint filters', () => {
     expect(await deliveriesTo(silver)).toEqual([]);
   });
 
+  it('when a service publishes its payload as a string, then fan-out, replay and the body all see the same data, and a filter matches only an object', async () => {
+    const stamp = `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+    const filtered = `http://127.0.0.1:9/filter/string-a-${stamp}`;
+    const everything = `http://127.0.0.1:9/filter/string-all-${stamp}`;
+    const { id } = (await create({ url: filtered, events: ['post.deleted'], filter: { a: 1 } })).json();
+    await create({ url: everything, events: ['post.deleted'] });
+    const since = new Date();
+    const publish = (payload: string) => a.request({ method: 'POST', url: '/api/v1/events', headers: operator.headers, payload: { event: 'post.deleted', payload } });
+    const bodiesTo = async (url: string) =>
+      (
+        await harness.db.sequelize.query<{ body: string }>(
+          'SELECT e.body FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.url = $1 ORDER BY d.created_at',
+          { bind: [url], type: QueryTypes.SELECT },
+        )
+      ).map((row) => JSON.parse(row.body)._data);
+
+    // A string holding JSON is the value it encodes; any other string, or one encoding a string, stays a string.
+    for (const payload of ['{"a":1}', 'plain text', JSON.stringify('{"a":1}'), '[{"a":1}]']) expect((await publish(payload)).statusCode).toBe(202);
+
+    expect(await bodiesTo(filtered)).toEqual([{ a: 1 }]);
+    expect(await bodiesTo(everything)).toEqual([{ a: 1 }, 'plain text', '{"a":1}', [{ a: 1 }]]);
+    const replayed = await a.request({ method: 'POST', url: `/api/v1/endpoints/${id}/replay`, headers: operator.headers, payload: { since: since.toISOString() } });
+    expect(replayed.json()).toEqual({ count: 0 });
+    expect(await deliveriesTo(filtered)).toHaveLength(1);
+  });
+
   it('when a filter is set, changed or removed, then it reads back as sent, and null takes every event', async () => {
     const { id, filter } = (await create({ url: 'https://f.example.com/hooks', filter: { user_id: [1, 2] } })).json();
     expect(filter).toEqual({ user_id: [1, 2] });
