@@ -107,6 +107,28 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
     expect(receiver.requests.filter((request) => request.path === '/user')).toHaveLength(0);
   });
 
+  it('When an operator endpoint watching endpoint.disabled has a stored filter of the wrong shape, then the disable still commits and only it misses the notice', async () => {
+    await addWatchers();
+    for (const [name, filter] of [['string', 'text'], ['array', [1]], ['deep', { reason: JSON.parse(`${'['.repeat(3000)}1${']'.repeat(3000)}`) }]] as const) {
+      const bad = await addEndpoint(producer.db, `${receiver.url}/bad-${name}`, { events: ['endpoint.disabled'] });
+      // Written by hand, past the API's checks, as an older version or an operator might have.
+      await producer.db.sequelize.query('UPDATE webhook_endpoints SET filter = $1::jsonb WHERE id = $2', { bind: [JSON.stringify(filter), bad.id] });
+    }
+    const gone = await addEndpoint(producer.db, `${receiver.url}/gone`, { events: ['post.created'] });
+    receiver.setReply((request) => (request.path === '/gone' ? { status: 410 } : { status: 200 }));
+    running = startWorker(env.config, producer.db);
+
+    await recordEvent(producer, 'post.created');
+
+    const notice = await eventually(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
+    expect(JSON.parse(notice.body.toString('utf8'))._data.endpoint_id).toBe(gone.id);
+    expect((await producer.db.models.WebhookEndpoint.findByPk(gone.id))?.active).toBe(false);
+    const [delivery] = (await deliveryRows(producer.db)).filter((row) => row.endpointId === gone.id);
+    expect([delivery.status, delivery.attempts]).toEqual(['failed', 1]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/gone', '/operator']);
+  });
+
   it('When a delivery’s endpoint was deleted, then it fails with "endpoint deleted" and is never sent, signed or not', async () => {
     const endpoint = await addEndpoint(producer.db, `${receiver.url}/deleted`);
     await recordEvent(producer, 'post.created');
