@@ -2,6 +2,7 @@ import { QueryTypes, Transaction } from 'sequelize';
 import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
 import { gateKeyOf } from '../queue/circuit-breaker';
 import { newIdSql } from '../queue/events';
+import { receivesEvent } from '../deliveries/subscription';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';
 import type { Viewer } from './viewer';
@@ -21,18 +22,16 @@ const LOCK_ENDPOINT = `SELECT id FROM webhook_endpoints WHERE id = $1 AND delete
 
 // A delivery is never older than its event, so `d.created_at >= $2` bounds the partitions the
 // check reads. A replay's delivery is made now, in today's partition; the worker reads its
-// older event's body by that event's own key. Matching is the fan-out's own (subscription,
-// ownership, filter, fan-out.ts), applied to the endpoint as it is now.
+// older event's body by that event's own key. Which events the endpoint receives is the
+// fan-out's own rule (shared/deliveries/subscription.ts), applied to the endpoint as it is now.
 const REPLAY = `
   WITH ep AS (
-    SELECT id, url, user_id, events, filter FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL
+    SELECT * FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL
   ), chosen AS (
     SELECT e.id, e.event, e.created_at
       FROM webhook_events e CROSS JOIN ep
      WHERE e.kind IN ('post', 'fan-out') AND e.created_at >= $2
-       AND (cardinality(ep.events) = 0 OR e.event = ANY(ep.events))
-       AND (ep.user_id IS NULL OR ep.user_id = e.user_id)
-       AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, e.body::jsonb -> '_data'))
+       AND ${receivesEvent('ep', { kind: 'e.kind', event: 'e.event', owner: 'e.user_id', body: 'e.body' })}
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id AND d.created_at >= $2)
      ORDER BY e.created_at, e.id
      LIMIT $3
