@@ -9,8 +9,8 @@ import type { DeliveryJob } from './webhook-queue';
 
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
-  /** What made the event: a post change or a `POST /events` fan-out. */
-  kind: Extract<EventKind, 'post' | 'fan-out'>;
+  /** What made the event: a post change, a `POST /events` fan-out, or the system (DESIGN §6 rev 4). */
+  kind: Extract<EventKind, 'post' | 'fan-out' | 'operational'>;
   event: string;
   /**
    * The `_data` of the envelope: any non-empty JSON value, a string sent as a string (a
@@ -22,6 +22,8 @@ export interface EventFanOut {
    * `user_id`); null: operator endpoints only.
    */
   ownerUserId: number | null;
+  /** The endpoint an operational event is about, which never receives it. */
+  aboutEndpointId?: number;
 }
 
 /**
@@ -41,7 +43,7 @@ export async function insertEventDeliveries(sequelize: Sequelize, transaction: T
 }
 
 // Typed placeholders: $2 is also the body column's value, which must keep its exact bytes.
-const RECEIVES = receivesEvent('ep', { kind: '$5::text', event: '$1::text', owner: '$3::int', body: '$2::text' });
+const RECEIVES = receivesEvent('ep', { kind: '$5::text', event: '$1::text', owner: '$3::int', body: '$2::text', about: '$6::int' });
 
 /** {@link insertEventDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
@@ -62,7 +64,7 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
       ORDER BY ep.id
      RETURNING id, endpoint_id`,
     {
-      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), fanOut.kind],
+      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), fanOut.kind, fanOut.aboutEndpointId ?? null],
       type: QueryTypes.SELECT,
       transaction,
     },
