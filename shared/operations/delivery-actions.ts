@@ -10,6 +10,7 @@ import {
   redeliverWebhook,
 } from '../queue';
 import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
+import { eventDataOf } from '../deliveries/event-data';
 import { gateKeyOf } from '../queue/circuit-breaker';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
@@ -121,11 +122,12 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
 /**
  * `POST /events`: fans an event of the catalog out to the subscribed operator endpoints
  * and, with `userId`, that user's endpoints; rows first, then the jobs (the outbox relay
- * adds them if Redis is away).
+ * adds them if Redis is away). A `payload` string holding JSON is the value it encodes, any
+ * other string stays a string (DESIGN §14 rev 4, shared/deliveries `eventDataOf`).
  *
  * @returns one delivery id per delivery made (none when nobody subscribes)
  * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
- *   (shared/webhook) for an empty payload
+ *   (shared/webhook) for an empty payload (`null`, `{}` and `[]`, also as strings)
  */
 export async function publishEvent(
   deps: DeliveryDeps,
@@ -133,7 +135,12 @@ export async function publishEvent(
 ): Promise<string[]> {
   await assertKnownEventTypes(deps.db, [input.event]);
   const jobs = await deps.db.sequelize.transaction((transaction) =>
-    insertEventDeliveryJobs(deps.db.sequelize, transaction, { kind: 'fan-out', event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
+    insertEventDeliveryJobs(deps.db.sequelize, transaction, {
+      kind: 'fan-out',
+      event: input.event,
+      data: eventDataOf(input.payload),
+      ownerUserId: input.userId ?? null,
+    }),
   );
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.map((job) => job.deliveryId);

@@ -1,7 +1,8 @@
-import { QueryTypes } from 'sequelize';
+import { QueryTypes, Transaction } from 'sequelize';
 import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
 import { gateKeyOf } from '../queue/circuit-breaker';
 import { newIdSql } from '../queue/events';
+import { receivesEvent } from '../deliveries/subscription';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';
 import type { Viewer } from './viewer';
@@ -11,21 +12,26 @@ export const REPLAY_LIMIT = 10_000;
 
 const DAY_MS = 86_400_000;
 
-// A delivery is never older than its event, so \`d.created_at >= $2\` bounds the partitions the
+// The endpoint's row is locked by a statement of its own, before REPLAY: under READ COMMITTED
+// each statement reads a snapshot taken when it starts, so REPLAY then sees every delivery a
+// replay that held the lock before committed (DESIGN §3 rev 4: one delivery per event and
+// endpoint). Locked inside REPLAY itself, the wait for the lock would come after its snapshot,
+// and two replays arriving together would both insert. A fan-out writes its event and that
+// event's deliveries in one commit, so REPLAY sees either both or neither.
+const LOCK_ENDPOINT = `SELECT id FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`;
+
+// A delivery is never older than its event, so `d.created_at >= $2` bounds the partitions the
 // check reads. A replay's delivery is made now, in today's partition; the worker reads its
-// older event's body by that event's own key. The endpoint row is locked first, so two replays of one endpoint never both write a
-// delivery for the same event. Matching is the fan-out's own (subscription, ownership,
-// filter, fan-out.ts), applied to the endpoint as it is now.
+// older event's body by that event's own key. Which events the endpoint receives is the
+// fan-out's own rule (shared/deliveries/subscription.ts), applied to the endpoint as it is now.
 const REPLAY = `
   WITH ep AS (
-    SELECT id, url, user_id, events, filter FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL FOR UPDATE
+    SELECT * FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL
   ), chosen AS (
     SELECT e.id, e.event, e.created_at
       FROM webhook_events e CROSS JOIN ep
      WHERE e.kind IN ('post', 'fan-out') AND e.created_at >= $2
-       AND (cardinality(ep.events) = 0 OR e.event = ANY(ep.events))
-       AND (ep.user_id IS NULL OR ep.user_id = e.user_id)
-       AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, e.body::jsonb -> '_data'))
+       AND ${receivesEvent('ep', { kind: 'e.kind', event: 'e.event', owner: 'e.user_id', body: 'e.body' })}
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id AND d.created_at >= $2)
      ORDER BY e.created_at, e.id
      LIMIT $3
@@ -55,9 +61,11 @@ export async function replayEndpoint(deps: DeliveryDeps, endpointId: number, vie
   if (!endpoint) throw new EndpointNotFoundError(endpointId);
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const rows = await deps.db.sequelize.transaction((transaction) =>
-    deps.db.sequelize.query<{ id: string }>(REPLAY, { bind: [endpointId, since, REPLAY_LIMIT], type: QueryTypes.SELECT, transaction }),
-  );
+  const { sequelize } = deps.db;
+  const rows = await sequelize.transaction({ isolationLevel: Transaction.ISOLATION_LEVELS.READ_COMMITTED }, async (transaction) => {
+    await sequelize.query(LOCK_ENDPOINT, { bind: [endpointId], type: QueryTypes.SELECT, transaction });
+    return sequelize.query<{ id: string }>(REPLAY, { bind: [endpointId, since, REPLAY_LIMIT], type: QueryTypes.SELECT, transaction });
+  });
   const gate = gateKeyOf({ endpointId, url: '' });
   const jobs: DeliveryJob[] = rows.map((row) => ({ deliveryId: row.id, gate }));
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);

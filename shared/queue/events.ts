@@ -4,10 +4,11 @@ import { newEventId } from '../webhook/ids';
 
 /**
  * What made an event (DESIGN §3 `webhook_events.kind`): a post change, a fan-out of
- * `POST /api/v1/events`, an ad-hoc send, an endpoint test, an operator notice such as
- * `endpoint.disabled`. Replay (§14) considers post changes and fan-outs only.
+ * `POST /api/v1/events`, an ad-hoc send, an endpoint test, an operational event such as
+ * `endpoint.disabled` (§6 rev 4; rows made before it say `notice`). Replay (§14) considers
+ * post changes and fan-outs only.
  */
-export type EventKind = 'post' | 'fan-out' | 'send' | 'test' | 'notice';
+export type EventKind = 'post' | 'fan-out' | 'send' | 'test' | 'operational';
 
 /**
  * A new `msg_` or `evt_` id drawn by PostgreSQL inside a statement (the migration's

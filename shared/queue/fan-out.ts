@@ -1,32 +1,39 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
+import { eventEnvelope } from '../deliveries/event-data';
+import { receivesEvent } from '../deliveries/subscription';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from './circuit-breaker';
 import { EventKind, newIdAtSql, newIdSql } from './events';
 import type { DeliveryJob } from './webhook-queue';
 
-
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
-  /** What made the event: a post change or a `POST /events` fan-out. */
-  kind: Extract<EventKind, 'post' | 'fan-out'>;
+  /** What made the event: a post change, a `POST /events` fan-out, or the system (DESIGN §6 rev 4). */
+  kind: Extract<EventKind, 'post' | 'fan-out' | 'operational'>;
   event: string;
-  /** The `_data` of the envelope: any non-empty JSON value. */
+  /**
+   * The `_data` of the envelope: any non-empty JSON value, a string sent as a string (a
+   * published payload goes through shared/deliveries `eventDataOf` first).
+   */
   data: unknown;
   /**
    * The user whose own endpoints also receive it (a post's owner, `POST /events`'s
    * `user_id`); null: operator endpoints only.
    */
   ownerUserId: number | null;
+  /** The endpoint an operational event is about, which never receives it. */
+  aboutEndpointId?: number;
 }
 
 /**
  * Writes the event's `webhook_events` row (DESIGN §3: its body stored once, also when nobody
- * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per active endpoint subscribed to the event (an
- * endpoint with no events takes every event) among the operator endpoints and the owner's
- * own whose filter (DESIGN §14) matches the data, inside `transaction`, with `enqueued_at` NULL (the caller queues them after commit,
- * or the outbox relay does). Each row belongs to its endpoint's owner (`user_id`, null for an
- * operator endpoint). The body is the DESIGN §7 envelope, serialised once.
+ * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per
+ * endpoint that receives the event (shared/deliveries/subscription.ts: active, subscribed,
+ * operator or the owner's own, filter), inside `transaction`, with `enqueued_at` NULL (the
+ * caller queues them after commit, or the outbox relay does). Each row belongs to its
+ * endpoint's owner (`user_id`, null for an operator endpoint). The body is the DESIGN §7
+ * envelope, serialised once.
  *
  * @returns the new delivery ids (webhook-ids), in endpoint id order; none when nobody subscribes
  * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
@@ -35,27 +42,29 @@ export async function insertEventDeliveries(sequelize: Sequelize, transaction: T
   return (await insertEventDeliveryJobs(sequelize, transaction, fanOut)).map((job) => job.deliveryId);
 }
 
+// Typed placeholders: $2 is also the body column's value, which must keep its exact bytes.
+const RECEIVES = receivesEvent('ep', { kind: '$5::text', event: '$1::text', owner: '$3::int', body: '$2::text', about: '$6::int' });
+
 /** {@link insertEventDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
 export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
-  const body = serializeEnvelope(fanOut.data, { event: fanOut.event, signable: true });
+  const body = eventEnvelope(fanOut.event, fanOut.data);
   // One round trip: the ids are drawn by PostgreSQL, the deliveries' at their event's
   // millisecond, so all rows share its day partition (DESIGN §3). The writing request's trace
   // travels in the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
     `WITH ev AS (
        INSERT INTO webhook_events (id, created_at, kind, event, body, user_id)
-       SELECT f.id, webhook_id_time(f.id), $6, $1, $2, $3 FROM (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
+       SELECT f.id, webhook_id_time(f.id), $5, $1, $2, $3 FROM (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
        RETURNING id, created_at
      )
      INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id, traceparent)
      SELECT ${newIdAtSql('msg_', 'ev.created_at')}, ev.created_at, ev.id, ep.id, ep.url, $1, ep.user_id, $4
        FROM webhook_endpoints ep CROSS JOIN ev
-      WHERE ep.active AND (cardinality(ep.events) = 0 OR $1 = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = $3)
-        AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, $5::jsonb))
+      WHERE ${RECEIVES}
       ORDER BY ep.id
      RETURNING id, endpoint_id`,
     {
-      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), JSON.stringify(fanOut.data), fanOut.kind],
+      bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), fanOut.kind, fanOut.aboutEndpointId ?? null],
       type: QueryTypes.SELECT,
       transaction,
     },
@@ -70,9 +79,8 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
  * Append them, after a comma, to a WITH whose earlier CTE `source` has one row per event:
  * `ord` (bigint, unique per event), `owner_id` (int; see {@link EventFanOut.ownerUserId}),
  * `traceparent` (text or NULL) and `body` (its DESIGN §7 envelope, see {@link splitEnvelope}).
- * One row per active endpoint subscribed to the event among the operator endpoints and the
- * owner's whose filter matches the envelope's `_data`, as {@link insertEventDeliveries} writes, `enqueued_at` NULL. They define
- * `fan_by_event`: per `ord` with deliveries, `delivery_ids` and `endpoint_ids` in endpoint id
+ * One outbox row per endpoint that receives the event, as {@link insertEventDeliveries}
+ * writes, `enqueued_at` NULL. They define `fan_by_event`: per `ord` with deliveries, `delivery_ids` and `endpoint_ids` in endpoint id
  * order; read them with {@link jobsOfEvent}.
  *
  * @param eventParam - the placeholder holding the event name, such as `$11`
@@ -90,8 +98,7 @@ export function fanOutClauses(eventParam: string): string {
               ep.id AS endpoint_id, ep.url, s.event_id, ep.user_id, s.traceparent, s.ord
          FROM ev s
          JOIN webhook_endpoints ep
-           ON ep.active AND (cardinality(ep.events) = 0 OR ${eventParam} = ANY(ep.events)) AND (ep.user_id IS NULL OR ep.user_id = s.owner_id)
-          AND (ep.filter IS NULL OR webhook_filter_matches(ep.filter, s.body::jsonb -> '_data'))
+           ON ${receivesEvent('ep', { kind: "'post'", event: eventParam, owner: 's.owner_id', body: 's.body' })}
      ), fan_written AS (
        INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id, traceparent)
        SELECT id, created_at, event_id, endpoint_id, url, ${eventParam}, user_id, traceparent FROM fan ORDER BY ord, endpoint_id

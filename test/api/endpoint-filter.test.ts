@@ -51,6 +51,27 @@ describe('endpoint filters', () => {
     expect(await matches(filter, data)).toBe(expected);
   });
 
+  /** `value` inside `depth` arrays, one in the next. */
+  const nested = (depth: number, value: unknown): unknown => (depth === 0 ? value : [nested(depth - 1, value)]);
+
+  it.each([
+    { shape: 'a stored string', filter: 'text', data: { a: 1 }, expected: false },
+    { shape: 'a stored array', filter: [{ a: 1 }], data: { a: 1 }, expected: false },
+    { shape: 'a stored number', filter: 7, data: { a: 1 }, expected: false },
+    { shape: 'a stored JSON null (no filter)', filter: null, data: { a: 1 }, expected: true },
+    { shape: 'five levels of objects', filter: { a: { b: { c: { d: { e: 1 } } } } }, data: { a: { b: { c: { d: { e: 1 } } } } }, expected: true },
+    { shape: 'six levels of objects', filter: { a: { b: { c: { d: { e: { f: 1 } } } } } }, data: { a: { b: { c: { d: { e: { f: 1 } } } } } }, expected: false },
+    { shape: 'five levels, arrays counted', filter: { a: nested(4, 1) }, data: { a: 1 }, expected: true },
+    { shape: 'six levels, arrays counted', filter: { a: nested(5, 1) }, data: { a: 1 }, expected: false },
+    { shape: 'a 40-deep array', filter: { a: nested(40, 1) }, data: { a: 1 }, expected: false },
+    { shape: 'a 3000-deep array', filter: { a: nested(3000, 1) }, data: { a: 1 }, expected: false },
+    { shape: 'matched against data arrays five deep', filter: { a: 1 }, data: { a: nested(5, 1) }, expected: true },
+    { shape: 'matched against data arrays six deep', filter: { a: 1 }, data: { a: nested(6, 1) }, expected: false },
+    { shape: 'matched against a 3000-deep data array', filter: { a: 1 }, data: { a: nested(3000, 1) }, expected: false },
+  ])('when the filter is $shape, then matching never raises and gives $expected', async ({ filter, data, expected }) => {
+    expect(await matches(filter, data)).toBe(expected);
+  });
+
   const create = (payload: object, api = a, headers = operator.headers) => api.request({ method: 'POST', url: '/api/v1/endpoints', headers, payload });
   const deliveriesTo = async (url: string) =>
     harness.db.sequelize.query<{ event: string }>('SELECT event FROM webhook_deliveries WHERE url = $1', { bind: [url], type: QueryTypes.SELECT });
@@ -78,6 +99,72 @@ describe('endpoint filters', () => {
     expect(res.statusCode).toBe(202);
     expect(await deliveriesTo(gold)).toEqual([{ event: 'post.updated' }]);
     expect(await deliveriesTo(silver)).toEqual([]);
+  });
+
+  it('when a service publishes its payload as a string, then fan-out, replay and the body all see the same data, and a filter matches only an object', async () => {
+    const stamp = `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+    const filtered = `http://127.0.0.1:9/filter/string-a-${stamp}`;
+    const everything = `http://127.0.0.1:9/filter/string-all-${stamp}`;
+    const { id } = (await create({ url: filtered, events: ['post.deleted'], filter: { a: 1 } })).json();
+    await create({ url: everything, events: ['post.deleted'] });
+    const since = new Date();
+    const publish = (payload: string) => a.request({ method: 'POST', url: '/api/v1/events', headers: operator.headers, payload: { event: 'post.deleted', payload } });
+    const bodiesTo = async (url: string) =>
+      (
+        await harness.db.sequelize.query<{ body: string }>(
+          'SELECT e.body FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.url = $1 ORDER BY d.created_at',
+          { bind: [url], type: QueryTypes.SELECT },
+        )
+      ).map((row) => JSON.parse(row.body)._data);
+
+    // A string holding JSON is the value it encodes; any other string, or one encoding a string, stays a string.
+    for (const payload of ['{"a":1}', 'plain text', JSON.stringify('{"a":1}'), '[{"a":1}]']) expect((await publish(payload)).statusCode).toBe(202);
+
+    expect(await bodiesTo(filtered)).toEqual([{ a: 1 }]);
+    expect(await bodiesTo(everything)).toEqual([{ a: 1 }, 'plain text', '{"a":1}', [{ a: 1 }]]);
+    const replayed = await a.request({ method: 'POST', url: `/api/v1/endpoints/${id}/replay`, headers: operator.headers, payload: { since: since.toISOString() } });
+    expect(replayed.json()).toEqual({ count: 0 });
+    expect(await deliveriesTo(filtered)).toHaveLength(1);
+  });
+
+  it('when stored filters have the wrong shape or depth, then every write succeeds, those endpoints get nothing, and the others get theirs', async () => {
+    const stamp = `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+    const url = (name: string) => `http://127.0.0.1:9/filter/stored-${name}-${stamp}`;
+    const bad: [string, unknown][] = [
+      ['string', 'text'],
+      ['array', [{ title: 'x' }]],
+      ['deep', { title: nested(40, 'x') }],
+      ['deeper', nested(3000, 'x')],
+    ];
+    const badIds: number[] = [];
+    for (const [name, filter] of bad) {
+      const { id } = (await create({ url: url(name), events: ['post.created', 'post.updated'] })).json();
+      // Written by hand, past the API's checks, as an older version or an operator might have.
+      await harness.db.sequelize.query('UPDATE webhook_endpoints SET filter = $1::jsonb WHERE id = $2', { bind: [JSON.stringify(filter), id] });
+      badIds.push(id);
+    }
+    await create({ url: url('good'), events: ['post.created', 'post.updated'], filter: { tier: 'gold' } });
+    await create({ url: url('all'), events: ['post.created', 'post.updated'] });
+    const since = new Date();
+
+    const viaB = await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'x', content: 'C' } });
+    expect(viaB.json().status).toBe(2001);
+    const viaA = await a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: 'x', body: 'C', userId: alice.user.userId } });
+    expect(viaA.statusCode).toBe(200);
+    const updated = await b.request({ method: 'PUT', url: `/api/v1/posts/${viaB.json().pid}`, headers: alice.headers, payload: { title: 'x', content: 'D' } });
+    expect(updated.statusCode).toBe(200);
+    for (const payload of [{ tier: 'gold' }, { tier: nested(3000, 'gold') }]) {
+      const published = await a.request({ method: 'POST', url: '/api/v1/events', headers: operator.headers, payload: { event: 'post.updated', payload } });
+      expect(published.statusCode).toBe(202);
+    }
+    for (const id of badIds) {
+      const replayed = await b.request({ method: 'POST', url: `/api/v1/endpoints/${id}/replay`, headers: operator.headers, payload: { since: since.toISOString() } });
+      expect([replayed.statusCode, replayed.json()]).toEqual([202, { count: 0 }]);
+    }
+
+    for (const [name] of bad) expect(await deliveriesTo(url(name))).toEqual([]);
+    expect(await deliveriesTo(url('good'))).toEqual([{ event: 'post.updated' }]);
+    expect(await deliveriesTo(url('all'))).toHaveLength(5);
   });
 
   it('when a filter is set, changed or removed, then it reads back as sent, and null takes every event', async () => {

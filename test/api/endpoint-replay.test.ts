@@ -134,6 +134,51 @@ describe('events stored once, and replay', () => {
     expect(replayed.event_id).toBe(original.event_id);
   });
 
+  /** Publishes `count` events of `event` over POST /events, through both apis, a few at a time. */
+  const publishMany = async (event: string, count: number, marker: string) => {
+    for (let from = 0; from < count; from += 25) {
+      const batch = Array.from({ length: Math.min(25, count - from) }, (_, n) =>
+        (n % 2 ? a : b).request({ method: 'POST', url: '/api/v1/events', headers: operator.headers, payload: { event, payload: { marker, n: from + n } } }),
+      );
+      for (const res of await Promise.all(batch)) expect(res.statusCode).toBe(202);
+    }
+  };
+  const eventsPerDelivery = (rows: { event_id: string }[]) => {
+    const counts = new Map<string, number>();
+    for (const row of rows) counts.set(row.event_id, (counts.get(row.event_id) ?? 0) + 1);
+    return [...new Set(counts.values())];
+  };
+
+  it('when two replays of one endpoint arrive at the same moment through two apis, then each past event gets one delivery row', async () => {
+    const since = new Date();
+    await publishMany('post.deleted', 300, `twice ${Date.now()}`);
+    for (let round = 0; round < 3; round++) {
+      const late = await createEndpoint({ url: unique(`twice-${round}`), events: ['post.deleted'] });
+      const answers = await Promise.all([replay(late.id, since, operator.headers, a), replay(late.id, since, operator.headers, b)]);
+      expect(answers.map((res) => res.statusCode)).toEqual([202, 202]);
+      expect(answers.map((res) => res.json().count).sort((x, y) => x - y)).toEqual([0, 300]);
+      const rows = await deliveriesOf(late.id);
+      expect(rows).toHaveLength(300);
+      expect(eventsPerDelivery(rows)).toEqual([1]);
+    }
+  });
+
+  it('when replays of an endpoint run while events are published to it, then every event reaches it exactly once', async () => {
+    const target = await createEndpoint({ url: unique('racing'), events: ['webhook.test'] });
+    const since = new Date();
+    const marker = `racing ${Date.now()}`;
+    const replays: Promise<unknown>[] = [];
+    const published = publishMany('webhook.test', 150, marker);
+    for (let n = 0; n < 10; n++) {
+      replays.push(replay(target.id, since, operator.headers, n % 2 ? a : b).then((res) => expect(res.statusCode).toBe(202)));
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+    await Promise.all([published, ...replays]);
+    const rows = await deliveriesOf(target.id);
+    expect(rows).toHaveLength(150);
+    expect(eventsPerDelivery(rows)).toEqual([1]);
+  });
+
   it('when a replay reaches past retention, names an unknown or foreign endpoint, or a disabled one, then it is refused with a clear status', async () => {
     const { id } = await createEndpoint({ url: unique('limits') });
     const old = await replay(id, new Date(Date.now() - 29.5 * 86_400_000));

@@ -89,6 +89,29 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
     expect(rows.map((row) => [row.id, row.status])).toEqual(ids.filter((id) => id !== gone).map((id) => [id, 'succeeded']));
   });
 
+  it('When several attempts that each disable the endpoint are recorded at once, then it is disabled once and each watcher gets one endpoint.disabled', async () => {
+    const watcher = await addEndpoint(producer.db, 'http://127.0.0.1:9/watcher', { events: ['endpoint.disabled'] });
+    const ids = await claimAll(6);
+    const gone = (id: string): AttemptRecord => ({
+      ...success(id, endpoint.id),
+      statusCode: 410,
+      status: 'failed',
+      succeeded: false,
+      goneReason: `410 Gone from http://127.0.0.1:9/hook (${id})`,
+    });
+
+    const results = await Promise.all(ids.map((id) => store.recordAttempt(gone(id))));
+
+    const disabling = results.filter((result) => result.disabledReason !== null);
+    expect(disabling).toHaveLength(1);
+    expect(disabling[0].noticeIds).toHaveLength(1);
+    const stored = await producer.db.models.WebhookEndpoint.findByPk(endpoint.id);
+    expect([stored?.active, stored?.disabledReason]).toEqual([false, disabling[0].disabledReason]);
+    const notices = (await deliveryRows(producer.db)).filter((row) => row.endpointId === watcher.id);
+    expect(notices.map((row) => [row.id, row.event])).toEqual([[disabling[0].noticeIds[0], 'endpoint.disabled']]);
+    expect((await deliveryRows(producer.db)).filter((row) => row.endpointId === endpoint.id).map((row) => row.status)).toEqual(ids.map(() => 'failed'));
+  });
+
   it('When a recorded answer holds NUL characters, then the rest of its excerpt is stored', async () => {
     const [id] = await claimAll(1);
 

@@ -1,9 +1,10 @@
+import { QueryTypes } from 'sequelize';
 import { Webhook } from 'standardwebhooks';
 import { addDeliveryJobs, redeliverWebhook } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { createUser } from '../support/factories';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
 
 const OPERATOR_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -105,6 +106,61 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
     expect(data.endpoint_id).toBe(gone.id);
     expect(data.reason).toMatch(/^410 Gone from /);
     expect(receiver.requests.filter((request) => request.path === '/user')).toHaveLength(0);
+  });
+
+  it('When a user’s endpoint is disabled, then endpoint.disabled goes out as an operational event to the endpoints that list it by name, operator ones and that user’s own, never to itself', async () => {
+    const { user: alice } = await createUser(producer.db);
+    const { user: bob } = await createUser(producer.db);
+    const own = async (path: string, userId: number, events: string[]) => {
+      const endpoint = await addEndpoint(producer.db, `${receiver.url}${path}`, { events });
+      await producer.db.models.WebhookEndpoint.update({ userId }, { where: { id: endpoint.id } });
+      return endpoint;
+    };
+    await addEndpoint(producer.db, `${receiver.url}/operator`, { events: ['endpoint.disabled'] });
+    await addEndpoint(producer.db, `${receiver.url}/operator-every-event`);
+    await own('/alice-watch', alice.userId, ['endpoint.disabled']);
+    await own('/bob-watch', bob.userId, ['endpoint.disabled']);
+    const gone = await own('/alice-gone', alice.userId, ['post.created', 'endpoint.disabled']);
+    const withCredentials = `${receiver.url.replace('://', '://hook:pw@')}/alice-gone?token=secret`;
+    await producer.db.models.WebhookEndpoint.update({ url: withCredentials }, { where: { id: gone.id } });
+    receiver.setReply((request) => (request.path === '/alice-gone' ? { status: 410 } : { status: 200 }));
+    running = startWorker(env.config, producer.db);
+
+    await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId }));
+
+    const notices = () => receiver.requests.filter((request) => request.headers['webhook-id'] && JSON.parse(request.body.toString('utf8'))._config?.['app.webhook.event'] === 'endpoint.disabled');
+    await eventually(() => notices().length >= 2, 10_000, 'notices');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(notices().map((request) => request.path).sort()).toEqual(['/alice-watch', '/operator']);
+    const data = JSON.parse(notices()[0].body.toString('utf8'))._data;
+    expect(data).toMatchObject({ endpoint_id: gone.id, url: `${receiver.url}/alice-gone`, reason: expect.stringMatching(/^410 Gone from /) });
+    const [event] = await producer.db.sequelize.query<{ kind: string; user_id: number | null }>(
+      `SELECT kind, user_id FROM webhook_events WHERE event = 'endpoint.disabled' AND (body::jsonb -> '_data' ->> 'endpoint_id')::int = $1`,
+      { bind: [gone.id], type: QueryTypes.SELECT },
+    );
+    expect(event).toEqual({ kind: 'operational', user_id: alice.userId });
+  });
+
+  it('When an operator endpoint watching endpoint.disabled has a stored filter of the wrong shape, then the disable still commits and only it misses the notice', async () => {
+    await addWatchers();
+    for (const [name, filter] of [['string', 'text'], ['array', [1]], ['deep', { reason: JSON.parse(`${'['.repeat(3000)}1${']'.repeat(3000)}`) }]] as const) {
+      const bad = await addEndpoint(producer.db, `${receiver.url}/bad-${name}`, { events: ['endpoint.disabled'] });
+      // Written by hand, past the API's checks, as an older version or an operator might have.
+      await producer.db.sequelize.query('UPDATE webhook_endpoints SET filter = $1::jsonb WHERE id = $2', { bind: [JSON.stringify(filter), bad.id] });
+    }
+    const gone = await addEndpoint(producer.db, `${receiver.url}/gone`, { events: ['post.created'] });
+    receiver.setReply((request) => (request.path === '/gone' ? { status: 410 } : { status: 200 }));
+    running = startWorker(env.config, producer.db);
+
+    await recordEvent(producer, 'post.created');
+
+    const notice = await eventually(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
+    expect(JSON.parse(notice.body.toString('utf8'))._data.endpoint_id).toBe(gone.id);
+    expect((await producer.db.models.WebhookEndpoint.findByPk(gone.id))?.active).toBe(false);
+    const [delivery] = (await deliveryRows(producer.db)).filter((row) => row.endpointId === gone.id);
+    expect([delivery.status, delivery.attempts]).toEqual(['failed', 1]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/gone', '/operator']);
   });
 
   it('When a delivery’s endpoint was deleted, then it fails with "endpoint deleted" and is never sent, signed or not', async () => {

@@ -2,9 +2,9 @@ import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import { isDatabaseUnavailable, type DeliveryStatus } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
 import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
+import { disableEndpoint, disablesEndpoint } from './endpoint-disable';
 import { DeliveryGoneError } from './errors';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
-import { newIdAtSql, newIdSql } from '../../../shared/queue/events';
 import { keyOf, keyOfId, keyRange, keysOf } from '../../../shared/db/partitions';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
@@ -67,7 +67,7 @@ export interface AttemptRecord {
 
 /** What recording an attempt changed beyond the delivery. */
 export interface RecordResult {
-  /** `endpoint.disabled` deliveries to operator endpoints written by this record (queue them). */
+  /** `endpoint.disabled` deliveries written with the disable (queue them). */
   noticeIds: string[];
   /** The endpoint was disabled by this record: its reason; else null. */
   disabledReason: string | null;
@@ -94,10 +94,11 @@ export interface DeliveryStore {
    */
   nextInLine(endpointId: number, sequence: string, deliveryId: string): Promise<string | null>;
   /**
-   * Writes, in one statement: the webhook_attempts row, the delivery's new state, the
-   * endpoint's health (`failing_since`), and when the endpoint is disabled (410 Gone, or
-   * failing with no success for WEBHOOK_DISABLE_AFTER_S) its `disabled_reason` plus one
-   * `endpoint.disabled` delivery per subscribed active operator endpoint (the outbox).
+   * Writes, in one statement: the webhook_attempts row, the delivery's new state and the
+   * endpoint's health (`failing_since`). When the attempt disables the endpoint, its
+   * `disabled_reason` and the `endpoint.disabled` event are written too (endpoint-disable.ts):
+   * for 410 Gone in one transaction with the attempt; for failing with no success for
+   * WEBHOOK_DISABLE_AFTER_S (rare) in a transaction of their own right after it.
    * Successes of concurrent jobs share one statement.
    * @throws DeliveryGoneError when the delivery no longer exists (nothing is written)
    */
@@ -164,19 +165,23 @@ const CLAIM_BATCH = {
       LEFT JOIN webhook_events ev ON ev.id = d.event_id AND ${keyRange('ev.created_at', '$3', '$4')}`,
 };
 
-const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-/** The endpoint is disabled by this attempt: 410, or failing (and unchanged) for longer than $11 seconds. */
-const DISABLES = `e.active AND ($10::text IS NOT NULL OR (NOT $9::boolean
-  AND e.failing_since <= now() - $11::int * interval '1 second' AND e.updated_at <= now() - $11::int * interval '1 second'))`;
+/** The endpoint is disabled by this attempt: 410 ($10), or failing (and unchanged) for longer than $11 seconds. */
+const DISABLES = disablesEndpoint('e', { succeeded: '$9::boolean', goneReason: '$10::text', disableAfterS: '$11::int' });
 
-// Data-modifying CTEs always run, so the attempt, the endpoint, the notices and the delivery
-// change in one round trip. The two endpoint updates are exclusive (DISABLES or not), as one
-// statement may change a row once. The healthy path writes no endpoint row at all: only the
-// first failure after a success and the first success after a failure do. A duplicate
-// attempt number (a job re-run after a crash mid-record) is ignored. The notice's body is
-// the DESIGN §7 envelope, built here so it commits with the disable. No foreign key ties an
-// attempt to its delivery (DESIGN §3): the attempt is written only for a delivery the
-// statement found, and none (a delivery gone meanwhile) is reported.
+/** What {@link RECORD} answers. */
+interface RecordRow {
+  disable_due: boolean;
+  found: boolean;
+}
+
+// Data-modifying CTEs always run, so the attempt, the endpoint's health and the delivery
+// change in one round trip. The healthy path writes no endpoint row at all: only the first
+// failure after a success and the first success after a failure do. An attempt that
+// disables the endpoint leaves its row to the disable (endpoint-disable.ts), which this
+// statement reports as due. A duplicate attempt number (a job re-run after a crash
+// mid-record) is ignored. No foreign key ties an attempt to its delivery (DESIGN §3): the
+// attempt is written only for a delivery the statement found, and none (a delivery gone
+// meanwhile) is reported.
 const RECORD = {
   name: 'webhook_worker_record',
   text: `
@@ -191,37 +196,12 @@ const RECORD = {
     INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body, delivery_created_at)
     SELECT $1, $2, $3::int, $4::text, $5, $6::text, $13::timestamptz FROM delivery
     ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
-  ), disabled AS (
-    UPDATE webhook_endpoints e
-       SET active = false, failing_since = COALESCE(e.failing_since, now()), updated_at = now(),
-           disabled_reason = COALESCE($10::text, 'No successful attempt since '
-             || to_char(e.failing_since AT TIME ZONE 'UTC', ${ISO_UTC}) || ' (WEBHOOK_DISABLE_AFTER_S=' || $11::int
-             || '); disabled at ' || to_char(now() AT TIME ZONE 'UTC', ${ISO_UTC}))
-     WHERE e.id = $12::int AND ${DISABLES}
-    RETURNING e.id, e.url, e.disabled_reason, e.updated_at
   ), health AS (
     UPDATE webhook_endpoints e SET failing_since = CASE WHEN $9::boolean THEN NULL ELSE now() END
      WHERE e.id = $12::int AND NOT COALESCE(${DISABLES}, false)
        AND CASE WHEN $9::boolean THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END
-  ), notice_event AS (
-    INSERT INTO webhook_events (id, created_at, kind, event, body)
-    SELECT f.id, webhook_id_time(f.id), 'notice', 'endpoint.disabled',
-           '{"_data":{"endpoint_id":' || d.id || ',"url":' || to_json(d.url)::text
-           || ',"reason":' || to_json(d.disabled_reason)::text
-           || ',"disabled_at":"' || to_char(d.updated_at AT TIME ZONE 'UTC', ${ISO_UTC})
-           || '"},"_config":{"app.webhook.event":"endpoint.disabled","app.webhook.signable":1}}'
-      FROM disabled d CROSS JOIN LATERAL (SELECT ${newIdSql('evt_')} AS id OFFSET 0) f
-    RETURNING id, created_at
-  ), notice AS (
-    INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event)
-    SELECT ${newIdAtSql('msg_', 'n.created_at')}, n.created_at, n.id, o.id, o.url, 'endpoint.disabled'
-      FROM disabled d CROSS JOIN notice_event n JOIN webhook_endpoints o
-        ON o.user_id IS NULL AND o.active AND o.id <> d.id
-       AND (cardinality(o.events) = 0 OR 'endpoint.disabled' = ANY(o.events))
-       AND (o.filter IS NULL OR webhook_filter_matches(o.filter, jsonb_build_object('endpoint_id', d.id, 'url', d.url, 'reason', d.disabled_reason)))
-    RETURNING id
   )
-  SELECT (SELECT array_agg(id) FROM notice) AS notice_ids, (SELECT disabled_reason FROM disabled) AS disabled_reason,
+  SELECT COALESCE((SELECT ${DISABLES} FROM webhook_endpoints e WHERE e.id = $12::int), false) AS disable_due,
          EXISTS (SELECT 1 FROM delivery) AS found`,
 };
 
@@ -391,27 +371,37 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
 
     async recordAttempt(record) {
       if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) return successes.submit(record);
-      const rows = await rawQuery<{ notice_ids: string[] | null; disabled_reason: string | null; found: boolean }>(sequelize, {
-        ...RECORD,
-        values: [
-          record.deliveryId,
-          record.attemptNumber,
-          record.statusCode,
-          record.error,
-          record.durationMs,
-          storableText(record.response),
-          record.status,
-          record.nextAttemptAt,
-          record.succeeded,
-          record.goneReason,
-          disableAfterS,
-          record.endpointId,
-          record.deliveryCreatedAt,
-          keyOf(record.deliveryId),
-        ],
-      });
-      if (!rows[0]?.found) throw new DeliveryGoneError(record.deliveryId);
-      return { noticeIds: rows[0].notice_ids ?? [], disabledReason: rows[0].disabled_reason ?? null };
+      const values = [
+        record.deliveryId,
+        record.attemptNumber,
+        record.statusCode,
+        record.error,
+        record.durationMs,
+        storableText(record.response),
+        record.status,
+        record.nextAttemptAt,
+        record.succeeded,
+        record.goneReason,
+        disableAfterS,
+        record.endpointId,
+        record.deliveryCreatedAt,
+        keyOf(record.deliveryId),
+      ];
+      const { endpointId, goneReason } = record;
+      if (goneReason !== null && endpointId !== null) {
+        // 410 Gone disables at once: the attempt, the disable and its event commit together.
+        return sequelize.transaction(async (transaction) => {
+          const [row] = await sequelize.query<RecordRow>(RECORD.text, { bind: values, type: QueryTypes.SELECT, transaction });
+          if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
+          return disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS }, transaction);
+        });
+      }
+      const [row] = await rawQuery<RecordRow>(sequelize, { ...RECORD, values });
+      if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
+      if (!row.disable_due || endpointId === null) return { noticeIds: [], disabledReason: null };
+      // Rare, so a transaction of its own after the record: should the process die between
+      // the two, the endpoint's next failed attempt finds the disable due again.
+      return disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS });
     },
 
     async failWithoutAttempt(deliveryId, reason) {

@@ -1,0 +1,78 @@
+import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import { insertOperationalEvent, shownUrl } from '../../../shared/deliveries/operational-events';
+
+/** SQL expressions of the attempt that may disable an endpoint, for {@link disablesEndpoint}. */
+export interface DisableTerms {
+  /** Whether the attempt succeeded (boolean). */
+  succeeded: string;
+  /** The 410 Gone reason, or NULL (text). */
+  goneReason: string;
+  /** WEBHOOK_DISABLE_AFTER_S (integer). */
+  disableAfterS: string;
+}
+
+/**
+ * Whether the attempt disables endpoint row `e` (DESIGN §6): it is active, and the attempt
+ * got 410 Gone, or failed while the endpoint has been failing, and unchanged, for longer
+ * than WEBHOOK_DISABLE_AFTER_S.
+ *
+ * @returns an SQL boolean expression
+ */
+export function disablesEndpoint(e: string, terms: DisableTerms): string {
+  const after = `now() - ${terms.disableAfterS} * interval '1 second'`;
+  return `${e}.active AND (${terms.goneReason} IS NOT NULL OR (NOT ${terms.succeeded}
+    AND ${e}.failing_since <= ${after} AND ${e}.updated_at <= ${after}))`;
+}
+
+const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+// The condition is checked again under the row's lock: of two workers that both saw it
+// hold, or of a success that came between, only the first to commit decides.
+const DISABLE = `
+  UPDATE webhook_endpoints e
+     SET active = false, failing_since = COALESCE(e.failing_since, now()), updated_at = now(),
+         disabled_reason = COALESCE($2::text, 'No successful attempt since '
+           || to_char(e.failing_since AT TIME ZONE 'UTC', ${ISO_UTC}) || ' (WEBHOOK_DISABLE_AFTER_S=' || $3::int
+           || '); disabled at ' || to_char(now() AT TIME ZONE 'UTC', ${ISO_UTC}))
+   WHERE e.id = $1 AND ${disablesEndpoint('e', { succeeded: 'false', goneReason: '$2::text', disableAfterS: '$3::int' })}
+  RETURNING e.id, e.url, e.user_id, e.disabled_reason, e.updated_at`;
+
+/** What {@link disableEndpoint} did. */
+export interface DisableResult {
+  /** The `disabled_reason` written; null when the endpoint was not disabled after all. */
+  disabledReason: string | null;
+  /** The `endpoint.disabled` deliveries written with it (queue them). */
+  noticeIds: string[];
+}
+
+/**
+ * Disables an endpoint whose failed attempt was found to disable it (DESIGN §6), and in the
+ * same transaction emits `endpoint.disabled` through the ordinary fan-out (an operational
+ * event, DESIGN §6 rev 4), data `{endpoint_id, url, reason, disabled_at}`.
+ *
+ * @param input.goneReason - the 410 Gone reason, or null for a disable by time
+ * @param input.disableAfterS - WEBHOOK_DISABLE_AFTER_S
+ * @param transaction - the transaction to write in (one that recorded the attempt); else its own
+ * @throws the database's errors (nothing is written then)
+ */
+export async function disableEndpoint(
+  sequelize: Sequelize,
+  input: { endpointId: number; goneReason: string | null; disableAfterS: number },
+  transaction?: Transaction,
+): Promise<DisableResult> {
+  if (!transaction) return sequelize.transaction((own) => disableEndpoint(sequelize, input, own));
+  const [endpoint] = await sequelize.query<{ id: number; url: string; user_id: number | null; disabled_reason: string; updated_at: Date }>(DISABLE, {
+    bind: [input.endpointId, input.goneReason, input.disableAfterS],
+    type: QueryTypes.SELECT,
+    transaction,
+  });
+  if (!endpoint) return { disabledReason: null, noticeIds: [] };
+  const jobs = await insertOperationalEvent(
+    sequelize,
+    transaction,
+    'endpoint.disabled',
+    { id: endpoint.id, userId: endpoint.user_id },
+    { endpoint_id: endpoint.id, url: shownUrl(endpoint.url), reason: endpoint.disabled_reason, disabled_at: endpoint.updated_at.toISOString() },
+  );
+  return { disabledReason: endpoint.disabled_reason, noticeIds: jobs.map((job) => job.deliveryId) };
+}

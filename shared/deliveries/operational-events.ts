@@ -1,0 +1,53 @@
+import type { Sequelize, Transaction } from 'sequelize';
+import { insertEventDeliveryJobs } from '../queue/fan-out';
+import type { DeliveryJob } from '../queue/webhook-queue';
+
+/** The operational events the system emits about endpoints (DESIGN §6 rev 4), each in the catalog (§11). */
+export type OperationalEvent = 'endpoint.disabled';
+
+/** The endpoint an operational event is about. */
+export interface AboutEndpoint {
+  id: number;
+  /** Its owner, whose own endpoints also receive the event; null for an operator endpoint. */
+  userId: number | null;
+}
+
+/**
+ * Writes an operational event inside `transaction` (the one that made the change it
+ * announces) through the ordinary fan-out: an event row of kind `operational` and one
+ * delivery per endpoint that receives it (shared/deliveries/subscription.ts): those that
+ * list the event by name in `events` (an empty list does not take it), among the operator
+ * endpoints and, for a user's endpoint, that user's own, whose filter matches `data`; never
+ * the endpoint it is about (DESIGN §6 rev 4).
+ *
+ * @param data - the event's data (DESIGN §6 rev 4), a non-empty object
+ * @returns the jobs to add once `transaction` committed
+ */
+export async function insertOperationalEvent(
+  sequelize: Sequelize,
+  transaction: Transaction,
+  event: OperationalEvent,
+  about: AboutEndpoint,
+  data: Record<string, unknown>,
+): Promise<DeliveryJob[]> {
+  return insertEventDeliveryJobs(sequelize, transaction, { kind: 'operational', event, data, ownerUserId: about.userId, aboutEndpointId: about.id });
+}
+
+/**
+ * An endpoint's URL as operational events show it (DESIGN §6 rev 4): without userinfo, query
+ * string or fragment, which may hold credentials; otherwise as stored.
+ */
+export function shownUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (!parsed.username && !parsed.password && !parsed.search && !parsed.hash) return url;
+  parsed.username = '';
+  parsed.password = '';
+  parsed.search = '';
+  parsed.hash = '';
+  return parsed.toString();
+}
