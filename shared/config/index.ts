@@ -80,6 +80,20 @@ export interface Config {
   /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
   redisClusterNodes: { host: string; port: number }[];
   /**
+   * `host:port` of Redis Sentinels (DESIGN §13, revision 4); empty = no Sentinel. With them,
+   * every connection reaches the primary they name `redisSentinelName`, and `redisUrl` lends
+   * only its db, user, password and TLS.
+   */
+  redisSentinels: { host: string; port: number }[];
+  /** The primary's name the Sentinels monitor (REDIS_SENTINEL_NAME); set when redisSentinels is. */
+  redisSentinelName?: string;
+  /** Password of the Sentinels themselves (not of the data nodes). */
+  redisSentinelPassword?: string;
+  /** ACL user of the Sentinels themselves. */
+  redisSentinelUsername?: string;
+  /** Reach the Sentinels over TLS (the data nodes' TLS comes from `rediss://` in redisUrl). */
+  redisSentinelTls: boolean;
+  /**
    * BullMQ queues the deliveries are spread over, 1..64 (DESIGN §13): with more than one,
    * partition i's keys carry the hash tag `{webhooks-<i>}` after the prefix.
    */
@@ -141,7 +155,12 @@ const schema = Joi.object({
   RATE_LIMIT_PER_MIN: Joi.number().integer().min(0).default(6000),
   IDEMPOTENCY_LEASE_MS: Joi.number().integer().min(1000).max(60000).default(60000),
   RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
-  REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
+  REDIS_CLUSTER_NODES: Joi.string().custom(parseHostPorts),
+  REDIS_SENTINELS: Joi.string().custom(parseHostPorts),
+  REDIS_SENTINEL_NAME: Joi.string().pattern(/^[A-Za-z0-9_.-]+$/),
+  REDIS_SENTINEL_PASSWORD: Joi.string(),
+  REDIS_SENTINEL_USERNAME: Joi.string(),
+  REDIS_SENTINEL_TLS: Joi.boolean().default(false),
   WEBHOOK_QUEUE_PARTITIONS: Joi.number().integer().min(1).max(64).default(1),
   SEED_DEMO: Joi.boolean().default(false),
   OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
@@ -182,6 +201,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
   }
   const port: number = value.PORT ?? DEFAULT_PORTS[service];
   const redisClusterNodes: { host: string; port: number }[] = value.REDIS_CLUSTER_NODES ?? [];
+  const redisSentinels: { host: string; port: number }[] = value.REDIS_SENTINELS ?? [];
+  if (redisSentinels.length > 0 && redisClusterNodes.length > 0) {
+    throw new ConfigError(
+      'Invalid environment variables REDIS_SENTINELS and REDIS_CLUSTER_NODES: set one of them (Sentinel follows one primary, a Cluster shards over several), not both',
+    );
+  }
+  if (redisSentinels.length > 0 && !value.REDIS_SENTINEL_NAME) {
+    throw new ConfigError('Missing environment variable REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the Sentinels monitor the primary by)');
+  }
   const partitions: number = value.WEBHOOK_QUEUE_PARTITIONS;
   // BullMQ's scripts touch several keys of a queue at once: in a cluster they must share a slot.
   // One partition: the prefix is that slot's hash tag. Several: each partition's queue name is
@@ -238,6 +266,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     idempotencyLeaseMs: value.IDEMPOTENCY_LEASE_MS,
     receiverAcceptXSignatureOnly: value.RECEIVER_ACCEPT_X_SIGNATURE_ONLY,
     redisClusterNodes,
+    redisSentinels,
+    redisSentinelName: redisSentinels.length > 0 ? value.REDIS_SENTINEL_NAME : undefined,
+    redisSentinelPassword: value.REDIS_SENTINEL_PASSWORD,
+    redisSentinelUsername: value.REDIS_SENTINEL_USERNAME,
+    redisSentinelTls: value.REDIS_SENTINEL_TLS,
     webhookQueuePartitions: partitions,
     seedDemo: value.SEED_DEMO,
     otelExporterOtlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
@@ -332,8 +365,8 @@ function parseNoProxy(raw: string): string[] {
   return entries;
 }
 
-/** REDIS_CLUSTER_NODES: comma-separated `host:port` seeds. */
-function parseClusterNodes(raw: string): { host: string; port: number }[] {
+/** REDIS_CLUSTER_NODES and REDIS_SENTINELS: comma-separated `host:port` (IPv6 in brackets). */
+function parseHostPorts(raw: string): { host: string; port: number }[] {
   return raw
     .split(',')
     .map((entry) => entry.trim())

@@ -4,12 +4,16 @@ import type { FastifyPluginAsync } from 'fastify';
 /** A named readiness probe; it rejects or throws when the dependency is not usable. */
 export type ReadinessCheck = () => Promise<unknown>;
 
+/** Facts `/ready` adds to its body beside the checks, such as `redis_primary`; undefined ones are left out. */
+export type ReadinessFacts = () => Record<string, string | undefined>;
+
 /**
  * `GET /health`: 200 `{"status":"ok"}` while the process runs.
  * `GET /ready`: 200 `{"status":"ready","checks":{name:"up"}}` when every check passes within
- * 2 s, else 503 with `"unavailable"` and `"down"` against the failing checks.
+ * 2 s, else 503 with `"unavailable"` and `"down"` against the failing checks; `facts` adds its
+ * keys (with Redis Sentinel: `"redis_primary":"host:port"`, DESIGN §13).
  */
-export const healthRoutes: FastifyPluginAsync<{ checks: Record<string, ReadinessCheck> }> = async (app, { checks }) => {
+export const healthRoutes: FastifyPluginAsync<{ checks: Record<string, ReadinessCheck>; facts?: ReadinessFacts }> = async (app, { checks, facts }) => {
   app.get('/health', { schema: { tags: ['health'], summary: 'Liveness' } }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: { tags: ['health'], summary: 'Readiness: database and Redis reachable' } }, async (request, reply) => {
     const results = await Promise.all(
@@ -24,7 +28,7 @@ export const healthRoutes: FastifyPluginAsync<{ checks: Record<string, Readiness
       }),
     );
     const ready = results.every(([, state]) => state === 'up');
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results) });
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks: Object.fromEntries(results), ...facts?.() });
   });
 };
 

@@ -33,6 +33,11 @@ export interface Metrics {
   retentionDaysKept: Gauge;
   /** Failed deliveries dropped with their day partition by retention (DESIGN §11). */
   retentionFailedDropped: Counter;
+  /**
+   * With Redis Sentinel (DESIGN §13): 1 on the `address` of the primary in use, set at scrape
+   * time; no series without Sentinels or while disconnected.
+   */
+  redisPrimary: Gauge<'address'>;
 }
 
 /**
@@ -97,6 +102,12 @@ export function createMetrics(service: string): Metrics {
     retentionFailedDropped: new Counter({
       name: 'webhook_retention_failed_dropped_total',
       help: 'Failed deliveries dropped with their day partition by retention',
+      registers,
+    }),
+    redisPrimary: new Gauge({
+      name: 'redis_primary',
+      help: 'The Redis primary in use behind Sentinels: 1 on its address',
+      labelNames: ['address'],
       registers,
     }),
   };

@@ -1,9 +1,10 @@
 import Redis, { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
 
 /**
- * Every Redis connection of this system: one Redis (REDIS_URL) or a Redis Cluster
- * (REDIS_CLUSTER_NODES, DESIGN §13). Both speak the same commands; code that needs more than
- * commands (`nodes()`, `duplicate()`) checks {@link isCluster}.
+ * Every Redis connection of this system: one Redis (REDIS_URL), the primary a set of Redis
+ * Sentinels names (REDIS_SENTINELS), or a Redis Cluster (REDIS_CLUSTER_NODES, DESIGN §13).
+ * All speak the same commands; code that needs more than commands (`nodes()`, `duplicate()`)
+ * checks {@link isCluster}.
  */
 export type RedisClient = Redis | Cluster;
 
@@ -15,6 +16,16 @@ export type RedisClient = Redis | Cluster;
 export interface RedisTarget {
   redisUrl: string;
   redisClusterNodes?: readonly { host: string; port: number }[];
+  /**
+   * Sentinels (DESIGN §13, revision 4): with this list non-empty, connections reach the primary
+   * the Sentinels name `redisSentinelName` and follow its failovers; `redisUrl` lends its db,
+   * credentials and TLS to the data nodes.
+   */
+  redisSentinels?: readonly { host: string; port: number }[];
+  redisSentinelName?: string;
+  redisSentinelPassword?: string;
+  redisSentinelUsername?: string;
+  redisSentinelTls?: boolean;
 }
 
 /**
@@ -30,9 +41,18 @@ export type RedisRole = 'worker' | 'client';
 const reconnectDelay = (times: number) => Math.min(times * 200, 2_000);
 
 /**
+ * A demoted primary answers writes with READONLY (a failover moved the primary, or an address
+ * now reaches a replica): reconnect, so a Sentinel connection asks for the new primary, and
+ * resend the command (ioredis's `2`). Every other error reaches the caller as it is.
+ */
+export const reconnectOnReadOnly = (error: Error): 2 | false => (error.message.startsWith('READONLY') ? 2 : false);
+
+/**
  * THE way to open a Redis connection (every client of the system goes through here, so
- * REDIS_CLUSTER_NODES switches all of them): an ioredis `Redis` to `target.redisUrl`, or an
- * ioredis `Cluster` over `target.redisClusterNodes` when that list is non-empty. Keys that one
+ * REDIS_SENTINELS or REDIS_CLUSTER_NODES switches all of them): an ioredis `Redis` to
+ * `target.redisUrl`, an ioredis `Redis` to the primary of `target.redisSentinels` when that
+ * list is non-empty, or an ioredis `Cluster` over `target.redisClusterNodes` when that list is
+ * non-empty. A connection that meets READONLY reconnects ({@link reconnectOnReadOnly}). Keys that one
  * command or script touches together must share a hash tag in a cluster; REDIS_PREFIX is one
  * (`{pw}`, validated by shared/config), so keys under `<prefix>:` always do.
  *
@@ -47,9 +67,11 @@ export function createRedis(target: RedisTarget, role: RedisRole, extra: RedisOp
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true }
       : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 };
+  const sentinels = target.redisSentinels ?? [];
+  if (sentinels.length > 0) return new Redis(sentinelOptions(target, { ...base, retryStrategy: reconnectDelay, lazyConnect: false, ...extra }));
   const nodes = target.redisClusterNodes ?? [];
   if (nodes.length === 0) {
-    return new Redis(target.redisUrl, { ...base, retryStrategy: reconnectDelay, lazyConnect: false, ...extra });
+    return new Redis(target.redisUrl, { ...base, retryStrategy: reconnectDelay, reconnectOnError: reconnectOnReadOnly, lazyConnect: false, ...extra });
   }
   const { lazyConnect, enableOfflineQueue, retryStrategy, ...nodeExtra } = { ...base, ...extra };
   const options: ClusterOptions = {
@@ -65,12 +87,24 @@ export function createRedis(target: RedisTarget, role: RedisRole, extra: RedisOp
   );
 }
 
+/**
+ * The primary a Sentinel connection uses now, `host:port` as the Sentinels announce it
+ * (DESIGN §13: `/ready` and `/metrics` say which); undefined for a connection without
+ * Sentinels or while it is not connected.
+ */
+export function redisPrimaryOf(client: RedisClient): string | undefined {
+  if (isCluster(client) || (client.options.sentinels ?? []).length === 0 || client.status !== 'ready') return undefined;
+  const socket = (client as unknown as { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
+  if (!socket?.remoteAddress) return undefined;
+  return `${socket.remoteAddress}:${socket.remotePort}`;
+}
+
 /** True when `client` is a Redis Cluster connection. */
 export function isCluster(client: RedisClient): client is Cluster {
   return (client as Cluster).isCluster === true;
 }
 
-/** User, password and TLS of a redis:// or rediss:// URL, for the nodes of a cluster. */
+/** User, password and TLS of a redis:// or rediss:// URL, for the nodes of a cluster or behind Sentinels. */
 function credentialsOf(url: string): RedisOptions {
   const parsed = new URL(url);
   const options: RedisOptions = {};
@@ -81,9 +115,39 @@ function credentialsOf(url: string): RedisOptions {
 }
 
 /**
+ * ioredis options for the primary the Sentinels name. `failoverDetector` subscribes to each
+ * Sentinel's `+switch-master`, so a failover moves the connection at once instead of when the
+ * old primary's socket errors; READONLY from a demoted primary reconnects
+ * ({@link reconnectOnReadOnly}); data-node TLS (`rediss://`) needs `enableTLSForSentinelMode`.
+ */
+function sentinelOptions(target: RedisTarget, options: RedisOptions): RedisOptions {
+  const url = new URL(target.redisUrl);
+  const credentials = credentialsOf(target.redisUrl);
+  const db = Number(url.pathname.replace(/^\//, '') || 0);
+  return {
+    ...credentials,
+    db,
+    sentinels: (target.redisSentinels ?? []).map(({ host, port }) => ({ host, port })),
+    name: target.redisSentinelName,
+    sentinelPassword: target.redisSentinelPassword,
+    sentinelUsername: target.redisSentinelUsername,
+    sentinelTLS: target.redisSentinelTls ? {} : undefined,
+    enableTLSForSentinelMode: credentials.tls !== undefined,
+    failoverDetector: true,
+    sentinelRetryStrategy: reconnectDelay,
+    reconnectOnError: reconnectOnReadOnly,
+    ...options,
+  };
+}
+
+/**
  * Where Redis is, for messages: REDIS_URL's host, or the cluster's seeds. Never the password.
  */
 export function describeRedisTarget(target: RedisTarget): string {
+  const sentinels = target.redisSentinels ?? [];
+  if (sentinels.length > 0) {
+    return `the primary ${target.redisSentinelName} of the Redis Sentinels at ${sentinels.map(({ host, port }) => `${host}:${port}`).join(',')} (REDIS_SENTINELS)`;
+  }
   const nodes = target.redisClusterNodes ?? [];
   if (nodes.length > 0) return `the Redis Cluster at ${nodes.map(({ host, port }) => `${host}:${port}`).join(',')} (REDIS_CLUSTER_NODES)`;
   return `${new URL(target.redisUrl).host} (REDIS_URL)`;

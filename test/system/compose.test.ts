@@ -14,6 +14,7 @@ interface ComposeService {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  entrypoint?: string[];
 }
 
 const root = path.join(__dirname, '..', '..');
@@ -121,5 +122,33 @@ describe('docker-compose.yml starts every time', () => {
       });
       expect(environment.NODE_ENV).toBe('production');
     }
+  });
+});
+
+describe('docker-compose.ha.yml layers Sentinels and a standby over the main file', () => {
+  const ha = parse(readFileSync(path.join(root, 'docker-compose.ha.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+
+  it('when the HA file runs, then every app service reaches Redis through the three Sentinels by a name they monitor', () => {
+    const sentinelNames = ['sentinel-1', 'sentinel-2', 'sentinel-3'];
+    for (const name of sentinelNames) expect(ha.services[name].command?.join(' ')).toContain('sentinel monitor pwprimary redis 6379 2');
+    for (const service of SERVICES) {
+      const environment = ha.services[service.name].environment ?? {};
+      expect({ name: service.name, sentinels: environment.REDIS_SENTINELS, primary: environment.REDIS_SENTINEL_NAME }).toEqual({
+        name: service.name,
+        sentinels: sentinelNames.map((host) => `${host}:26379`).join(','),
+        primary: 'pwprimary',
+      });
+      expect(Object.keys(environment).filter((variable) => !CONFIG_VARIABLES.includes(variable))).toEqual([]);
+      for (const sentinel of sentinelNames) expect(ha.services[service.name].depends_on?.[sentinel]).toEqual({ condition: 'service_healthy' });
+    }
+  });
+
+  it('when the HA file runs, then the Redis replica keeps jobs as the primary does and PostgreSQL streams to a standby', () => {
+    const replica = ha.services['redis-replica'].command?.join(' ');
+    expect(replica).toContain('--maxmemory-policy noeviction');
+    expect(replica).toContain('--replicaof redis 6379');
+    expect(ha.services.redis.command?.join(' ')).toContain('--appendonly yes');
+    expect(ha.services.postgres.command?.join(' ')).toContain('wal_level=replica');
+    expect(ha.services['postgres-standby'].entrypoint?.join(' ')).toContain('pg_basebackup -h postgres');
   });
 });

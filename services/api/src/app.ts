@@ -10,7 +10,7 @@ import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
 import { CircuitState, readCircuitState } from '../../../shared/queue/circuit-breaker';
-import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient } from '../../../shared/redis';
+import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';
 import { requestIdOf } from './request-id';
@@ -114,12 +114,20 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     await outbox.stop();
     await queue.close();
   });
-  app.register(metricsPlugin, { metrics, beforeScrape: () => collectQueueMetrics(metrics, queue, database) });
+  app.register(metricsPlugin, {
+    metrics,
+    beforeScrape: () => {
+      const primary = redisPrimaryOf(redis);
+      metrics.redisPrimary.reset();
+      if (primary) metrics.redisPrimary.set({ address: primary }, 1);
+      return collectQueueMetrics(metrics, queue, database);
+    },
+  });
   if (config.adminUser && config.adminPassword) {
     app.register(adminQueuesPlugin, { queue, user: config.adminUser, password: config.adminPassword });
   }
   app.register(swaggerPlugin, { layout: config.apiLayout });
-  app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) } });
+  app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) }, facts: () => ({ redis_primary: redisPrimaryOf(redis) }) });
   app.register(dashboardPlugin);
 
   const images = createImageStore(config.uploadDir);

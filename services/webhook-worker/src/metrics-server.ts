@@ -18,6 +18,7 @@ export function createMetricsServer(deps: { db: Database; worker: WebhookWorker;
         if (!deps.worker.isReady()) throw new Error('worker Redis connection is not ready');
       },
     },
+    facts: () => ({ redis_primary: deps.worker.redisPrimary() }),
   });
   app.register(metricsPlugin, { metrics: deps.metrics, beforeScrape: () => deps.worker.refreshMetrics() });
   return app;

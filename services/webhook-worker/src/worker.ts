@@ -18,7 +18,7 @@ import {
   partitionQueueName,
   queueRecordedDeliveries,
 } from '../../../shared/queue';
-import { createRedis, describeRedisTarget, logRedisOutages, RedisClient } from '../../../shared/redis';
+import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { createSlotPool } from './slot-pool';
 import { createDeliveryStore } from './delivery-store';
 import { createHttpSender } from './http-sender';
@@ -67,6 +67,8 @@ export interface WebhookWorker {
   readonly retention: Retention;
   /** Sets `webhook_circuit_state` from Redis; the metrics server calls it before each scrape. */
   refreshMetrics(): Promise<void>;
+  /** With Redis Sentinel, the primary the worker's command connection uses now (`host:port`), else undefined. */
+  redisPrimary(): string | undefined;
   /**
    * Stops taking jobs and waits up to `timeoutMs` for the ones in flight, then drops the
    * Redis connections; jobs still running are recovered by BullMQ's stalled-job check in
@@ -295,7 +297,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     queue,
     outbox,
     retention,
+    redisPrimary: () => redisPrimaryOf(current.connection),
     async refreshMetrics() {
+      const primary = redisPrimaryOf(current.connection);
+      options.metrics?.redisPrimary.reset();
+      if (primary) options.metrics?.redisPrimary.set({ address: primary }, 1);
       const gauge = options.metrics?.circuitState;
       if (!gauge) return;
       const circuits = await listOpenCircuits(client, config.redisPrefix, partitions);
