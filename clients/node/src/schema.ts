@@ -144,7 +144,7 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
-                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event. */
+                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
                         filter?: {
                             [key: string]: unknown;
                         } | null;
@@ -535,7 +535,7 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
-                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event. */
+                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
                         filter?: {
                             [key: string]: unknown;
                         } | null;

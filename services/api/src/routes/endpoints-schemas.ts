@@ -26,7 +26,7 @@ const filterSchema = {
   nullable: true,
   additionalProperties: true,
   description:
-    'Matched against each event\'s data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event.',
+    'Matched against each event\'s data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event.',
 } as const;
 const headersSchema = {
   type: 'object',
