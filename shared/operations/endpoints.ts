@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { QueryTypes } from 'sequelize';
+import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../db';
 import { Ed25519KeyPair, generateEd25519KeyPair, isEd25519PublicKey, isEd25519SecretKey, parseEd25519SecretKey } from '../webhook/ed25519';
 import { signStandard } from '../webhook/signing';
@@ -303,35 +303,89 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
 
 /**
  * Changes an endpoint. `active: false` records who disabled it and when; `active: true`
- * clears `disabled_reason`.
+ * clears `disabled_reason`. A move of `url` to another origin must give the stored masked
+ * credentials again ({@link assertCredentialsGivenAgain}).
+ *
+ * The row is read, checked and written under its lock: what "********" keeps and the origin it
+ * goes to are decided on the same row, so two PATCHes at once never combine into a stored
+ * credential at an origin neither was checked against.
  *
  * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError,
  *   UnknownEventTypeError for bad changes
  */
 export async function updateEndpoint(db: Database, id: number, viewer: Viewer, changes: EndpointChanges): Promise<EndpointView> {
-  const row = await findVisibleEndpoint(db, id, viewer);
-  if (!row) throw new EndpointNotFoundError(id);
+  if (!(await findVisibleEndpoint(db, id, viewer))) throw new EndpointNotFoundError(id);
   if (changes.url !== undefined) assertEndpointUrl(changes.url);
   const events = changes.events && uniqueEvents(changes.events);
-  const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
   if (changes.filter !== undefined) assertEndpointFilter(changes.filter);
+  // Before the transaction: a second pooled connection inside it could wait on a pool its peers hold.
   if (events) await assertKnownEventTypes(db, events);
-  if (changes.url !== undefined) row.url = changes.url;
-  if (headers) row.headers = headers;
-  if (changes.ordering !== undefined) row.ordering = changes.ordering;
-  if (changes.rateLimitPerS !== undefined) row.rateLimitPerS = changes.rateLimitPerS;
-  if (changes.filter !== undefined) row.filter = changes.filter as Record<string, unknown> | null;
-  if (events) row.events = events;
-  if (changes.description !== undefined) row.description = changes.description;
-  if (changes.active === true) {
-    row.active = true;
-    row.disabledReason = null;
-  } else if (changes.active === false && row.active) {
-    row.active = false;
-    row.disabledReason = `disabled by ${viewer.operator ? 'an operator' : 'its owner'} at ${new Date().toISOString()}`;
+  return db.sequelize.transaction(async (transaction) => {
+    const row = await findVisibleEndpoint(db, id, viewer, transaction);
+    if (!row) throw new EndpointNotFoundError(id);
+    const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
+    if (changes.url !== undefined) assertCredentialsGivenAgain(row, changes.url, changes);
+    if (changes.url !== undefined) row.url = changes.url;
+    if (headers) row.headers = headers;
+    if (changes.ordering !== undefined) row.ordering = changes.ordering;
+    if (changes.rateLimitPerS !== undefined) row.rateLimitPerS = changes.rateLimitPerS;
+    if (changes.filter !== undefined) row.filter = changes.filter as Record<string, unknown> | null;
+    if (events) row.events = events;
+    if (changes.description !== undefined) row.description = changes.description;
+    if (changes.active === true) {
+      row.active = true;
+      row.disabledReason = null;
+    } else if (changes.active === false && row.active) {
+      row.active = false;
+      row.disabledReason = `disabled by ${viewer.operator ? 'an operator' : 'its owner'} at ${new Date().toISOString()}`;
+    }
+    await row.save({ transaction });
+    return presentEndpoint(row);
+  });
+}
+
+/**
+ * The stored credentials a change carries over without giving them again, each named as a
+ * 400 names it (`headers.authorization`). One entry per kind of masked credential (DESIGN
+ * §14): the OAuth2 client secret and a client certificate's key join this list when
+ * endpoints get them.
+ */
+const MASKED_CREDENTIALS: readonly ((row: WebhookEndpoint, changes: EndpointChanges) => string[])[] = [
+  (row, changes) => maskedHeadersKept(row.headers ?? {}, changes.headers),
+];
+
+/** Stored masked headers a PATCH keeps: all of them when it sends no `headers`, else those it sends as {@link MASKED}. */
+function maskedHeadersKept(stored: Record<string, string>, given: Record<string, unknown> | undefined): string[] {
+  const kept = given && new Set(Object.entries(given).flatMap(([name, value]) => (value === MASKED ? [name.toLowerCase()] : [])));
+  return Object.keys(stored)
+    .filter((name) => isSensitiveHeader(name) && (kept === undefined || kept.has(name)))
+    .map((name) => `headers.${name}`);
+}
+
+/**
+ * DESIGN §14 revision 4: a move of `url` to another origin (scheme, host and port, as the URL
+ * standard compares them) keeps no stored masked credential: whoever changes the URL may not
+ * know them, and must not be able to read them at a host of their choosing. A change of path
+ * on the same origin keeps them.
+ *
+ * @throws InvalidEndpointError naming every masked credential the change would carry over
+ */
+function assertCredentialsGivenAgain(row: WebhookEndpoint, url: string, changes: EndpointChanges): void {
+  if (originOf(url) === originOf(row.url)) return;
+  const carried = MASKED_CREDENTIALS.flatMap((kept) => kept(row, changes));
+  if (carried.length === 0) return;
+  throw new InvalidEndpointError(
+    `url: moving to another origin needs the masked credentials given again in the same PATCH: ${carried.join(', ')}. Send their values, or leave them out.`,
+  );
+}
+
+/** The URL's origin, or null for a stored URL that no longer parses (never the same as a valid one). */
+function originOf(url: string): string | null {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
   }
-  await row.save();
-  return presentEndpoint(row);
 }
 
 /**
@@ -397,9 +451,12 @@ export async function rotateEndpointSecret(
   return { secret: key.shown, previousSecretExpiresAt: row.previous_secret_expires_at };
 }
 
-/** The endpoint's row when it exists, is not deleted and the viewer may see it; else null. */
-export async function findVisibleEndpoint(db: Database, id: number, viewer: Viewer): Promise<WebhookEndpoint | null> {
-  const row = await db.models.WebhookEndpoint.findOne({ where: { id, deletedAt: null } });
+/**
+ * The endpoint's row when it exists, is not deleted and the viewer may see it; else null.
+ * Inside `transaction`, the row is locked (FOR UPDATE) until it ends.
+ */
+export async function findVisibleEndpoint(db: Database, id: number, viewer: Viewer, transaction?: Transaction): Promise<WebhookEndpoint | null> {
+  const row = await db.models.WebhookEndpoint.findOne({ where: { id, deletedAt: null }, ...(transaction && { transaction, lock: transaction.LOCK.UPDATE }) });
   if (!row || (!viewer.operator && row.userId !== viewer.userId)) return null;
   return row;
 }
