@@ -2,6 +2,7 @@ import { QueryTypes } from 'sequelize';
 import {
   DeliveryDeps,
   DeliveryNotFoundError,
+  InCommit,
   QueueUnavailableError,
   addOneShotJobs,
   insertEventDeliveryJobs,
@@ -123,6 +124,7 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
  * and, with `userId`, that user's endpoints; rows first, then the jobs (the outbox relay
  * adds them if Redis is away).
  *
+ * @param inCommit - run in the rows' own transaction, with the delivery ids
  * @returns one delivery id per delivery made (none when nobody subscribes)
  * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
  *   (shared/webhook) for an empty payload
@@ -130,11 +132,14 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
 export async function publishEvent(
   deps: DeliveryDeps,
   input: { event: string; payload: unknown; userId?: number | null },
+  inCommit?: InCommit,
 ): Promise<string[]> {
   await assertKnownEventTypes(deps.db, [input.event]);
-  const jobs = await deps.db.sequelize.transaction((transaction) =>
-    insertEventDeliveryJobs(deps.db.sequelize, transaction, { kind: 'fan-out', event: input.event, data: input.payload, ownerUserId: input.userId ?? null }),
-  );
+  const jobs = await deps.db.sequelize.transaction(async (transaction) => {
+    const made = await insertEventDeliveryJobs(deps.db.sequelize, transaction, { kind: 'fan-out', event: input.event, data: input.payload, ownerUserId: input.userId ?? null });
+    await inCommit?.(transaction, made.map((job) => job.deliveryId));
+    return made;
+  });
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.map((job) => job.deliveryId);
 }
