@@ -223,16 +223,36 @@ function fingerprintOf(request: FastifyRequest): string {
   return hash.digest('hex');
 }
 
-function canonical(value: unknown): string {
-  if (Buffer.isBuffer(value)) return `b:${createHash('sha256').update(value).digest('hex')}`;
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
+/**
+ * The canonical text of a body, written with a stack of its own rather than recursion: a body
+ * nested a million levels deep (within the body limit) is fingerprinted like any other, and
+ * left for its route to refuse.
+ */
+function canonical(root: unknown): string {
+  const out: string[] = [];
+  // Popped last first: a value to write, or text written as it is.
+  const work: ({ text: string } | { value: unknown })[] = [{ value: root }];
+  for (let item = work.pop(); item; item = work.pop()) {
+    if ('text' in item) {
+      out.push(item.text);
+      continue;
+    }
+    const { value } = item;
+    if (Buffer.isBuffer(value)) {
+      out.push(`b:${createHash('sha256').update(value).digest('hex')}`);
+    } else if (Array.isArray(value)) {
+      const parts = value.flatMap((element, index) => (index === 0 ? [{ value: element }] : [{ text: ',' }, { value: element }]));
+      work.push({ text: ']' }, ...parts.reverse(), { text: '[' });
+    } else if (value !== null && typeof value === 'object') {
+      const parts = Object.keys(value)
+        .sort()
+        .flatMap((key, index) => [...(index === 0 ? [] : [{ text: ',' }]), { text: `${JSON.stringify(key)}:` }, { value: (value as Record<string, unknown>)[key] }]);
+      work.push({ text: '}' }, ...parts.reverse(), { text: '{' });
+    } else {
+      out.push(JSON.stringify(value) ?? 'undefined');
+    }
   }
-  return JSON.stringify(value) ?? 'undefined';
+  return out.join('');
 }
 
 // A key is free when its 24 h are over, or when the request that claimed it stopped renewing
