@@ -137,4 +137,42 @@ describe('Idempotency-Key when the commit is sent and its answer lost', () => {
     expect([retry.statusCode, retry.json(), retry.headers['idempotent-replayed']]).toEqual([202, { ids }, 'true']);
     expect(await deliveriesCarrying(key)).toBe(2);
   });
+
+  it.each(['a', 'b'] as const)(
+    'when Layout %s loses the answer to a batch of creates it committed, then no create of the batch is tried again alone: one post each',
+    async (layout) => {
+      const api = layout === 'a' ? a : b;
+      const keys = [1, 2, 3].map((i) => unique(`batch-${layout}-${i}`));
+      const titles = keys.map((key) => `Title ${key}`);
+      const create = (i: number) =>
+        api.request({
+          method: 'POST',
+          url: layout === 'a' ? '/api/v1/posts/create' : '/api/v1/posts',
+          headers: { ...user.headers, 'idempotency-key': keys[i] },
+          payload: layout === 'a' ? { title: titles[i], body: 'once', userId: user.user.userId } : { title: titles[i], content: 'once' },
+        });
+      // The first create waits on the test's lock; the two sent meanwhile go together in the next batch.
+      const lock = await harness.db.sequelize.transaction();
+      let answers: Promise<ApiResponse>[];
+      try {
+        await harness.db.sequelize.query('LOCK TABLE posts IN SHARE ROW EXCLUSIVE MODE', { transaction: lock });
+        const first = create(0);
+        await waitFor(
+          async () => (await count("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'", [])) === 1,
+          10_000,
+          'the first create to wait for the lock',
+        );
+        proxy.loseCommitAnswer(titles[1], 'drop');
+        answers = [first, create(1), create(2)];
+        // Their keys are claimed just before they join the group commit's queue.
+        await waitFor(async () => (await count('SELECT count(*) AS n FROM idempotency_keys WHERE idempotency_key = ANY($1)', [keys.slice(1)])) === 2, 10_000, 'both keys claimed');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      } finally {
+        await lock.rollback();
+      }
+      const [first, second] = await Promise.all(answers);
+      expect([first.statusCode, second.statusCode]).toEqual([200, 503]);
+      for (const title of titles) expect({ title, posts: (await postsTitled(title)).length }).toEqual({ title, posts: 1 });
+    },
+  );
 });

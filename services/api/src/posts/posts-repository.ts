@@ -4,6 +4,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
+import { isOutcomeUnknown } from '../../../../shared/db';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import { rawQuery } from '../../../../shared/db/raw-query';
 import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
@@ -252,6 +253,11 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         found = await rawQuery<PostRow & FannedOutEvent>(sequelize, { ...(random ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS), values });
       } catch (error) {
         if (attempt === 0) throw error;
+        if (isOutcomeUnknown(error)) {
+          // This attempt may have committed (its answer was lost): none of it is tried again.
+          for (const index of missing) outcomes[index] = { ok: false, error };
+          return outcomes;
+        }
         // The earlier attempts' posts are committed: each post still missing is tried alone.
         const alone = await Promise.all(
           missing.map((index) => createBatch([items[index]], pidSource).then(([outcome]) => outcome, (failure: unknown): Settled<CreatedPost> => ({ ok: false, error: failure }))),
@@ -315,9 +321,12 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     return outcomes;
   }
 
+  // A batch whose outcome is unknown (the connection lost with its statement unanswered) may
+  // have committed: tried again post by post, it would write each post twice.
+  const retryAlone = (error: unknown) => !isOutcomeUnknown(error);
   const creates: Record<PidSource, GroupCommit<PendingCreate, CreatedPost>> = {
-    sequence: createGroupCommit((items) => createBatch(items, 'sequence'), { retryAlone: () => true }),
-    random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone: () => true }),
+    sequence: createGroupCommit((items) => createBatch(items, 'sequence'), { retryAlone }),
+    random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone }),
   };
 
   async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {
