@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../db';
 import { Ed25519KeyPair, generateEd25519KeyPair, isEd25519PublicKey, isEd25519SecretKey, parseEd25519SecretKey } from '../webhook/ed25519';
-import { signStandard } from '../webhook/signing';
+import { RESERVED_HEADER_NAMES } from '../webhook/reserved-headers';
+import { DEFAULT_SIGNATURE_HEADER, signStandard } from '../webhook/signing';
 import { Page, decodeCursor, toPage } from './cursor';
 import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from './errors';
 import { assertKnownEventTypes } from './event-catalog';
@@ -46,21 +47,10 @@ const HEADERS_MAX_BYTES = 4096;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\x20-\x7e\t]*$/;
 /**
- * Names an endpoint may not set: what the sender sets (the signature set, X-Signature) and what
- * HTTP or the proxy owns (DESIGN §14).
+ * Names an endpoint may not set (DESIGN §14): the one reserved list, and the hex signature
+ * header its deliveries carry.
  */
-const RESERVED_HEADER_NAMES = new Set([
-  'content-type',
-  'content-length',
-  'host',
-  'connection',
-  'transfer-encoding',
-  'proxy-authorization',
-  'x-signature',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
+const isReservedHeader = (name: string): boolean => RESERVED_HEADER_NAMES.has(name) || name === DEFAULT_SIGNATURE_HEADER.toLowerCase();
 
 /** A filter's bounds (DESIGN §14). */
 const FILTER_MAX_BYTES = 4096;
@@ -119,7 +109,7 @@ export function normalizeEndpointHeaders(input: Record<string, unknown>, stored:
   for (const [rawName, rawValue] of Object.entries(input)) {
     if (!HEADER_NAME.test(rawName)) throw new InvalidEndpointError(`headers: "${rawName}" is not a valid HTTP header name.`);
     const name = rawName.toLowerCase();
-    if (RESERVED_HEADER_NAMES.has(name)) {
+    if (isReservedHeader(name)) {
       reserved.push(name);
       continue;
     }

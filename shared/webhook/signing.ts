@@ -2,6 +2,7 @@ import { KeyObject, createHmac, createSecretKey, timingSafeEqual } from 'node:cr
 import { EncryptionError, LogicError } from './errors';
 import { isEd25519PublicKey, isEd25519SecretKey, signStandardEd25519, verifyStandardEd25519 } from './ed25519';
 import { uuidV7Bytes } from './ids';
+import { RESERVED_HEADER_NAMES } from './reserved-headers';
 
 export { EVENT_KEY, SIGN_KEY, parseEnvelope, serializeEnvelope } from './envelope';
 export type { Envelope, EnvelopeConfig } from './envelope';
@@ -14,29 +15,6 @@ export type HmacAlgo = (typeof HMAC_ALGOS)[number];
 export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
 /** Default Standard Webhooks timestamp window, seconds, in both directions. */
 export const DEFAULT_TOLERANCE_S = 300;
-
-/**
- * Header names (lower case) a signature header may not take: the Standard Webhooks set, and
- * the headers HTTP itself owns for framing, routing and the connection (RFC 9110 §7.6.1,
- * RFC 9112 §6). A signature sent under one of these would corrupt the request or be dropped.
- */
-export const RESERVED_HEADER_NAMES: ReadonlySet<string> = new Set([
-  'host',
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
 
 /** An HTTP header name: an RFC 9110 §5.6.2 token. */
 const HEADER_TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;

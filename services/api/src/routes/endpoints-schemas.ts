@@ -32,7 +32,7 @@ const headersSchema = {
   type: 'object',
   additionalProperties: { type: 'string' },
   description:
-    'Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise).',
+    'Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise).',
 } as const;
 const rateLimitSchema = {
   type: 'integer',
