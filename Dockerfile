@@ -16,6 +16,8 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
+# Every interface inside the container; compose publishes the ports on loopback only.
+ENV HOST=0.0.0.0
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/clients/node/package.json clients/node/package.json

@@ -14,6 +14,7 @@ export interface Config {
   /** Prefix of every Redis key this system writes (BullMQ queues and the Layout A cache). */
   redisPrefix: string;
   apiLayout: 'a' | 'b';
+  /** The interface the api, the receiver and the worker's metrics listen on: HOST, else 127.0.0.1 (0.0.0.0 in production). */
   host: string;
   port: number;
   /** Base of `link` and `image` URLs in Layout A, without a trailing slash. */
@@ -122,7 +123,7 @@ const schema = Joi.object({
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
   REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.{}-]+$/).default('pw'),
   API_LAYOUT: Joi.string().lowercase().valid('a', 'b').default('a'),
-  HOST: Joi.string().default('0.0.0.0'),
+  HOST: Joi.string(),
   PORT: Joi.number().integer().min(0).max(65535),
   APP_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
   APP_KEY: Joi.string().min(16),
@@ -232,7 +233,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     redisUrl: value.REDIS_URL,
     redisPrefix: value.REDIS_PREFIX,
     apiLayout: value.API_LAYOUT,
-    host: value.HOST,
+    // Outside production the public development credentials are seeded and the SSRF guard is
+    // off, so a local start stays on loopback; containers set HOST=0.0.0.0 themselves (DESIGN §2).
+    host: value.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     port,
     appUrl: String(value.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     appKey,

@@ -29,6 +29,33 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+// A connection node-postgres lost after a statement went out: its outcome is the server's secret.
+const LOST_MID_STATEMENT = /Connection terminated|not queryable|Query read timeout|connection is closed|Client has encountered a connection error/i;
+const LOST_SOCKET_ERRORS = new Set(['ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
+// Class 08 is the connection's, but 08001 and 08004 say it was never made; 57P01 and 57P02 end a session mid-statement.
+const SESSION_ENDED_SQLSTATES = new Set(['57P01', '57P02']);
+
+/**
+ * Whether `error` (or one it wraps) leaves unknown whether the work it interrupted committed:
+ * the connection was lost, or the server ended the session, after a statement (COMMIT
+ * included) went out and before its answer came back. A failure to connect (Sequelize's
+ * `ConnectionError`: refused, pool acquire timeout) sent nothing, and a statement the server
+ * refused with any other SQLSTATE rolled its transaction back: both committed nothing.
+ */
+export function isOutcomeUnknown(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    if (current instanceof ConnectionError) return false;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && ((code.startsWith('08') && code !== '08001' && code !== '08004') || SESSION_ENDED_SQLSTATES.has(code))) return true;
+    if (typeof code === 'string' && LOST_SOCKET_ERRORS.has(code)) return true;
+    if (current instanceof DatabaseError && code === undefined && LOST_MID_STATEMENT.test(current.message)) return true;
+    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
+    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
+  }
+  return false;
+}
+
 function isUnavailableSqlState(code: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code));
 }

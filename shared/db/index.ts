@@ -26,7 +26,7 @@ export interface Models {
   IdempotencyKey: typeof IdempotencyKey;
 }
 
-export { isDatabaseUnavailable } from './errors';
+export { isDatabaseUnavailable, isOutcomeUnknown } from './errors';
 
 // While PostgreSQL is unreachable a request must fail within seconds (503, DESIGN §6), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.

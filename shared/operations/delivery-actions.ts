@@ -2,6 +2,7 @@ import { QueryTypes } from 'sequelize';
 import {
   DeliveryDeps,
   DeliveryNotFoundError,
+  InCommit,
   QueueUnavailableError,
   addOneShotJobs,
   insertEventDeliveryJobs,
@@ -125,6 +126,7 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
  * adds them if Redis is away). A `payload` string holding JSON is the value it encodes, any
  * other string stays a string (DESIGN §14 rev 4, shared/deliveries `eventDataOf`).
  *
+ * @param inCommit - run in the rows' own transaction, with the delivery ids
  * @returns one delivery id per delivery made (none when nobody subscribes)
  * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
  *   (shared/webhook) for an empty payload (`null`, `{}` and `[]`, also as strings)
@@ -132,16 +134,19 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
 export async function publishEvent(
   deps: DeliveryDeps,
   input: { event: string; payload: unknown; userId?: number | null },
+  inCommit?: InCommit,
 ): Promise<string[]> {
   await assertKnownEventTypes(deps.db, [input.event]);
-  const jobs = await deps.db.sequelize.transaction((transaction) =>
-    insertEventDeliveryJobs(deps.db.sequelize, transaction, {
+  const jobs = await deps.db.sequelize.transaction(async (transaction) => {
+    const made = await insertEventDeliveryJobs(deps.db.sequelize, transaction, {
       kind: 'fan-out',
       event: input.event,
       data: eventDataOf(input.payload),
       ownerUserId: input.userId ?? null,
-    }),
-  );
+    });
+    await inCommit?.(transaction, made.map((job) => job.deliveryId));
+    return made;
+  });
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.map((job) => job.deliveryId);
 }

@@ -21,6 +21,13 @@ export interface DeliveryDeps {
   logger?: QueueLogger;
 }
 
+/**
+ * Work done inside the transaction that commits new deliveries, given their ids: what an
+ * Idempotency-Key records (DESIGN §12, revision 4), so a retry after a crash or a connection
+ * lost during COMMIT finds exactly what was committed. A rejection rolls the deliveries back.
+ */
+export type InCommit = (transaction: Transaction, deliveryIds: string[]) => Promise<void>;
+
 /** One webhook for another service to send (DESIGN §6, "Other services enqueue too"). */
 export interface EnqueueWebhookOptions {
   /** http:// or https:// target. */
@@ -47,13 +54,14 @@ export interface EnqueueWebhookOptions {
  * Records a webhook (its event and its delivery, DESIGN §3) and queues it: the rows first, then the job, so a Redis outage loses
  * nothing (the api's outbox relay adds rows that missed the queue).
  *
+ * @param inCommit - run in the rows' own transaction, with the delivery id
  * @returns the delivery id, which is also the `webhook-id` header the receiver sees
  * @throws InvalidWebhookError for a URL that is not http(s), an unknown method or a
  *   malformed `whsec_` secret
  * @throws EncryptionError (shared/webhook) for an empty or unserialisable payload
  * @throws LogicError (shared/webhook) for an unsupported algo
  */
-export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: DeliveryDeps): Promise<string> {
+export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: DeliveryDeps, inCommit?: InCommit): Promise<string> {
   const method = options.method ?? 'POST';
   if (!(WEBHOOK_METHODS as readonly string[]).includes(method)) {
     throw new InvalidWebhookError(`Unsupported method ${method}: use one of ${WEBHOOK_METHODS.join(', ')}.`);
@@ -63,9 +71,9 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
   const algo = assertAlgo(options.algo ?? 'sha256');
   const body = serializeEnvelope(options.payload, { event: options.event, signable: true });
   const id = newWebhookId();
-  await insertSingleDelivery(deps.db.sequelize, {
+  const delivery = {
     id,
-    kind: 'send',
+    kind: 'send' as const,
     event: options.event,
     body,
     endpointId: null,
@@ -77,7 +85,16 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
     algo,
     signatureHeader: options.signatureHeader ?? 'X-Signature',
     traceparent: activeTraceparent(),
-  });
+  };
+  // Alone, one statement is atomic; with work to commit beside it, a transaction holds both.
+  if (inCommit) {
+    await deps.db.sequelize.transaction(async (transaction) => {
+      await insertSingleDelivery(deps.db.sequelize, delivery, transaction);
+      await inCommit(transaction, [id]);
+    });
+  } else {
+    await insertSingleDelivery(deps.db.sequelize, delivery);
+  }
   annotateActiveSpan({ [WEBHOOK_EVENT]: options.event, [WEBHOOK_ID]: id });
   await queueRecordedDeliveries(deps, [{ deliveryId: id, gate: gateKeyOf({ endpointId: null, url: options.url }) }]);
   return id;

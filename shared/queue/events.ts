@@ -1,4 +1,4 @@
-import { QueryTypes, Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
 import { createdAtOf } from '../db/partitions';
 import { newEventId } from '../webhook/ids';
 
@@ -45,11 +45,11 @@ export interface SingleDelivery {
 
 /**
  * Writes an event and its one delivery in a single statement (atomic, one round trip), the
- * delivery `pending` with `enqueued_at` NULL.
+ * delivery `pending` with `enqueued_at` NULL; inside `transaction` when one is given.
  *
  * @returns the event id
  */
-export async function insertSingleDelivery(sequelize: Sequelize, delivery: SingleDelivery): Promise<string> {
+export async function insertSingleDelivery(sequelize: Sequelize, delivery: SingleDelivery, transaction?: Transaction): Promise<string> {
   // The event shares its delivery's millisecond, so both rows live in one day partition (DESIGN §3).
   const createdAt = createdAtOf(delivery.id);
   const eventId = newEventId(createdAt.getTime());
@@ -78,6 +78,7 @@ export async function insertSingleDelivery(sequelize: Sequelize, delivery: Singl
         createdAt,
       ],
       type: QueryTypes.INSERT,
+      transaction,
     },
   );
   return eventId;

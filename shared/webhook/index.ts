@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './signing';
+export * from './reserved-headers';
 export { idTime, newEventId } from './ids';
 export * from './ed25519';
 export { encodeJson } from './envelope';

@@ -2,6 +2,7 @@ import { KeyObject, createHmac, createSecretKey, timingSafeEqual } from 'node:cr
 import { EncryptionError, LogicError } from './errors';
 import { isEd25519PublicKey, isEd25519SecretKey, signStandardEd25519, verifyStandardEd25519 } from './ed25519';
 import { uuidV7Bytes } from './ids';
+import { RESERVED_HEADER_NAMES } from './reserved-headers';
 
 export { EVENT_KEY, SIGN_KEY, parseEnvelope, serializeEnvelope } from './envelope';
 export type { Envelope, EnvelopeConfig } from './envelope';
@@ -14,29 +15,6 @@ export type HmacAlgo = (typeof HMAC_ALGOS)[number];
 export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
 /** Default Standard Webhooks timestamp window, seconds, in both directions. */
 export const DEFAULT_TOLERANCE_S = 300;
-
-/**
- * Header names (lower case) a signature header may not take: the Standard Webhooks set, and
- * the headers HTTP itself owns for framing, routing and the connection (RFC 9110 §7.6.1,
- * RFC 9112 §6). A signature sent under one of these would corrupt the request or be dropped.
- */
-export const RESERVED_HEADER_NAMES: ReadonlySet<string> = new Set([
-  'host',
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
 
 /** An HTTP header name: an RFC 9110 §5.6.2 token. */
 const HEADER_TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
@@ -72,12 +50,24 @@ export function assertAlgo(algo: string): HmacAlgo {
 }
 
 /**
+ * Refuses a `whpk_` ed25519 public key where an HMAC key is expected: endpoints publish it for
+ * their receivers, so a signature keyed with it is one anyone can forge (DESIGN §8, §14).
+ *
+ * @throws LogicError when `secret` is a `whpk_` key
+ */
+export function assertSharedSecret(secret: string): void {
+  if (isEd25519PublicKey(secret)) {
+    throw new LogicError('A whpk_ key is an ed25519 public key: anyone holding it could forge an HMAC signature. Use the shared secret.');
+  }
+}
+
+/**
  * The `X-Signature` value: lowercase hex HMAC-<algo> (RFC 2104) with key = the secret's UTF-8
  * bytes (a `whsec_` secret included, prefix and all) and message = the body bytes (DESIGN §7,
  * Luminova `hash_hmac($algo, $body, $secret)`).
  *
  * @param body - the exact bytes sent; a string is taken as UTF-8
- * @throws LogicError for an empty secret or an unsupported algorithm
+ * @throws LogicError for an empty secret, a `whpk_` public key or an unsupported algorithm
  */
 export function signHex(body: string | Buffer, secret: string, algo: HmacAlgo = 'sha256'): string {
   return hexDigest(body, secret, assertAlgo(algo));
@@ -88,7 +78,8 @@ export function signHex(body: string | Buffer, secret: string, algo: HmacAlgo = 
  * what came over the wire: a missing, non-string, non-hex or wrong-length signature is false.
  *
  * @param body - the raw bytes that arrived, never re-serialised JSON
- * @throws LogicError only for an empty secret or an unsupported algorithm (configuration)
+ * @throws LogicError only for an empty secret, a `whpk_` public key or an unsupported algorithm
+ *   (configuration)
  */
 export function verifyHex(body: string | Buffer, secret: string, signature: unknown, algo: HmacAlgo = 'sha256'): boolean {
   const checked = assertAlgo(algo);
@@ -106,7 +97,8 @@ export function verifyHex(body: string | Buffer, secret: string, signature: unkn
  * @param timestampSeconds - unix time in whole seconds, as sent in `webhook-timestamp`
  * @param secret - `whsec_<base64>` (the base64 part is the key) or any other string (its UTF-8
  *   bytes are the key)
- * @throws LogicError for an empty or badly encoded secret or a non-integer timestamp
+ * @throws LogicError for an empty or badly encoded secret, a `whpk_` public key or a
+ *   non-integer timestamp
  */
 export function signStandard(id: string, timestampSeconds: number, body: string | Buffer, secret: string): string {
   assertTimestamp(timestampSeconds);
@@ -200,8 +192,8 @@ export interface SignedHeadersInput {
  * `v1a` (ed25519, DESIGN §14) instead of `v1`, and without the hex header when it is the
  * current secret.
  *
- * @throws LogicError for an empty or badly encoded secret, an unsupported algorithm or a
- *   non-integer timestamp
+ * @throws LogicError for an empty or badly encoded secret, a `whpk_` public key (which only
+ *   verifies), an unsupported algorithm or a non-integer timestamp
  */
 export function signedHeaders(input: SignedHeadersInput): Record<string, string> {
   const algo = assertAlgo(input.algo ?? 'sha256');
@@ -228,10 +220,12 @@ export function signedHeaders(input: SignedHeadersInput): Record<string, string>
  * The secret used when none was set: lowercase hex HMAC-<algo>(key = appKey, message = salt),
  * as Luminova's `hash_hmac($algo, $salt, env('app.key'))` (DESIGN §8).
  *
- * @throws LogicError for an empty app key or an unsupported algorithm
+ * @throws LogicError for an empty app key, a `whpk_` public key (the derived secret would be
+ *   anyone's) or an unsupported algorithm
  */
 export function deriveSecret(appKey: string, salt: string, algo: HmacAlgo = 'sha256'): string {
   if (!appKey) throw new LogicError('Cannot derive a webhook secret: the application key is empty.');
+  assertSharedSecret(appKey);
   return createHmac(assertAlgo(algo), appKey).update(salt, 'utf8').digest('hex');
 }
 
@@ -247,6 +241,7 @@ export function newWebhookId(): string {
 // A string body is hashed as UTF-8 straight from the string: no Buffer copy per signature.
 function hexDigest(body: string | Buffer, secret: string, algo: HmacAlgo): string {
   if (!secret) throw new LogicError('Cannot sign: the secret is empty.');
+  assertSharedSecret(secret);
   return createHmac(algo, secret).update(body).digest('hex');
 }
 
@@ -275,6 +270,7 @@ function standardKey(secret: string): KeyObject {
 }
 
 function decodeStandardKey(secret: string): Buffer {
+  assertSharedSecret(secret);
   if (!secret.startsWith(SECRET_PREFIX)) {
     if (!secret) throw new LogicError('Cannot sign: the secret is empty.');
     return Buffer.from(secret, 'utf8');

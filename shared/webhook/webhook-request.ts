@@ -11,6 +11,7 @@ import {
   DEFAULT_SIGNATURE_HEADER,
   type HmacAlgo,
   assertAlgo,
+  assertSharedSecret,
   assertSignatureHeaderName,
   deriveSecret,
   newWebhookId,
@@ -91,7 +92,8 @@ export class WebhookRequest {
    * @param timeout - seconds to wait for the answer; 0 (the default) waits forever
    * @param options - app key and salt for a derived secret, else the static defaults, else the
    *   environment (APP_KEY, WEBHOOK_SALT); and the answer size bound
-   * @throws LogicError for an invalid method, timeout or answer size bound
+   * @throws LogicError for an invalid method, timeout or answer size bound, or a `whpk_` public
+   *   key as the app key
    */
   constructor(
     protected readonly url: string,
@@ -100,6 +102,7 @@ export class WebhookRequest {
     private readonly options: WebhookRequestOptions = {},
   ) {
     this.setMethod(method).setTimeout(timeout);
+    if (options.appKey !== undefined) assertSharedSecret(options.appKey);
     this.agents = options.agents ?? WebhookRequest.defaults.agents;
     const maxResponseBytes = options.maxResponseBytes ?? WebhookRequest.defaults.maxResponseBytes;
     if (maxResponseBytes !== undefined) this.setMaxResponseBytes(maxResponseBytes);
@@ -108,8 +111,10 @@ export class WebhookRequest {
   /**
    * Sets the app key, salt, answer size bound and agents of every instance created afterwards,
    * unless its own options say otherwise.
+   * @throws LogicError for a `whpk_` public key as the app key (the defaults stay as they were)
    */
   static setDefaults(options: WebhookRequestOptions): void {
+    if (options.appKey !== undefined) assertSharedSecret(options.appKey);
     WebhookRequest.defaults = { ...options };
   }
 
@@ -187,8 +192,13 @@ export class WebhookRequest {
     return this;
   }
 
-  /** Sets the shared secret used to sign, or to verify when listening. */
+  /**
+   * Sets the shared secret used to sign, or to verify when listening.
+   * @throws LogicError for a `whpk_` ed25519 public key: as an HMAC key it lets anyone who
+   *   holds it forge X-Signature
+   */
   setSecret(secret: string): this {
+    assertSharedSecret(secret);
     this.secret = secret;
     return this;
   }
@@ -238,8 +248,10 @@ export class WebhookRequest {
    * Marks the payload for signing: `send()` will add `"app.webhook.signable":1` and sign.
    * The secret is the argument, else `setSecret()`'s, else one derived from the app key and
    * salt (readable with `getSecret()` after sending).
+   * @throws LogicError for a `whpk_` ed25519 public key (see `setSecret()`)
    */
   sign(secret: string | null = null): this {
+    if (secret) assertSharedSecret(secret);
     this.signable = true;
     this.config = { ...this.config, signable: true };
     if (secret) this.secret = secret;

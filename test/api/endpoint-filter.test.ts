@@ -177,11 +177,38 @@ describe('endpoint filters', () => {
   it.each([
     [['not', 'an', 'object'], 'filter'],
     ['text', 'filter'],
-    [{ a: { b: { c: { d: { e: { f: 1 } } } } } }, 'filter: at most 5 levels of objects.'],
+    [{ a: { b: { c: { d: { e: { f: 1 } } } } } }, 'filter: at most 5 levels of objects and arrays.'],
+    [{ a: [[[[[1]]]]] }, 'filter: at most 5 levels of objects and arrays.'],
+    [{ a: nestedArrays(40) }, 'filter: at most 5 levels of objects and arrays.'],
     [{ big: 'x'.repeat(4100) }, 'filter: at most 4096 bytes of JSON.'],
   ])('when the filter is %j, then the create is 400 naming the field', async (filter, message) => {
     const res = await create({ url: 'https://f.example.com/bad', filter });
     expect(res.statusCode).toBe(400);
     expect(res.json().message).toContain(message);
   });
+
+  it('when the filter nests objects and arrays 5 levels in all, then it is accepted on create and PATCH', async () => {
+    const filter = { a: [{ b: [{ c: 1 }] }] };
+    const res = await create({ url: 'https://f.example.com/five', filter });
+    expect([res.statusCode, res.json().filter]).toEqual([201, filter]);
+    const arrays = { a: [[[['x']]]] };
+    const patched = await b.request({ method: 'PATCH', url: `/api/v1/endpoints/${res.json().id}`, headers: operator.headers, payload: { filter: arrays } });
+    expect([patched.statusCode, patched.json().filter]).toEqual([200, arrays]);
+  });
+
+  it('when a PATCH sends a filter 100,000 arrays deep, then it is 400 and the stored filter is unchanged', async () => {
+    const { id } = (await create({ url: 'https://f.example.com/deep', filter: { keep: true } })).json();
+    const deep = `{"filter":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`;
+    const res = await a.request({ method: 'PATCH', url: `/api/v1/endpoints/${id}`, headers: { ...operator.headers, 'content-type': 'application/json' }, payload: deep });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toContain('filter: at most 5 levels of objects and arrays.');
+    expect((await harness.db.models.WebhookEndpoint.findByPk(id))!.filter).toEqual({ keep: true });
+  });
 });
+
+/** `depth` arrays, each holding the next, the innermost holding 1. */
+function nestedArrays(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}

@@ -50,6 +50,7 @@ describe('endpoint headers and ordering over the API', () => {
     [{ 'Content-Type': 'text/plain' }, 'content-type cannot be set'],
     [{ 'webhook-signature': 'v1,x', host: 'evil' }, 'webhook-signature, host cannot be set'],
     [{ 'X-Signature': 'abc' }, 'x-signature cannot be set'],
+    [{ 'Keep-Alive': 'timeout=5', TE: 'trailers', Expect: '100-continue', 'Content-Encoding': 'gzip' }, 'keep-alive, te, expect, content-encoding cannot be set'],
     [{ 'bad name': 'x' }, '"bad name" is not a valid HTTP header name'],
     [{ 'x-multi': 'a\nb' }, 'the value of "x-multi" must be a string of printable characters'],
     [{ 'x-count': 3 }, 'the value of "x-count" must be a string'],

@@ -1,12 +1,17 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { freePort, startService, ServiceProcess, waitFor } from '../support/processes';
+import { startTcpProxy } from '../support/tcp-proxy';
 
 /**
  * DESIGN §15: an api killed mid-request with an Idempotency-Key does not block the key for
  * 24 h. A lock the test holds on `posts` stops the create after its key is claimed; the api
  * is killed there. A retry after the lease (IDEMPOTENCY_LEASE_MS, 2 s here) either answers
  * with the post the dead request committed, or runs again, and one post exists either way.
+ * DESIGN §12 revision 4: the same for `POST /webhooks` and `POST /events`, killed once their
+ * deliveries committed (a proxy in front of PostgreSQL withholds the commit's answer): the
+ * retry replays the ids made, never a second delivery.
  */
 describe('Idempotency-Key of a request whose api died', () => {
   const LEASE_MS = 2_000;
@@ -33,9 +38,12 @@ describe('Idempotency-Key of a request whose api died', () => {
     await env?.cleanup();
   });
 
-  const startApi = async (layout: 'a' | 'b'): Promise<{ api: ServiceProcess; port: number }> => {
+  const startApi = async (layout: 'a' | 'b', databaseUrl = env.databaseUrl): Promise<{ api: ServiceProcess; port: number }> => {
     const port = await freePort();
-    const vars = processEnv(env, { API_LAYOUT: layout, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', IDEMPOTENCY_LEASE_MS: String(LEASE_MS) });
+    const vars = processEnv(
+      { ...env, databaseUrl },
+      { API_LAYOUT: layout, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', IDEMPOTENCY_LEASE_MS: String(LEASE_MS) },
+    );
     return { api: await startService(`api-${layout}`, 'dist/services/api/src/server.js', vars, port), port };
   };
 
@@ -47,6 +55,13 @@ describe('Idempotency-Key of a request whose api died', () => {
     });
 
   const postsTitled = async (title: string) => (await db.query<{ pid: number }>('SELECT pid FROM posts WHERE post_title = $1', [title])).rows;
+  /** Until the key is answered or its lease, no longer renewed by the dead api, has lapsed. */
+  const leaseLapsed = (key: string) =>
+    waitFor(
+      async () => (await db.query('SELECT 1 FROM idempotency_keys WHERE idempotency_key = $1 AND (response_status IS NOT NULL OR lease_expires_at <= now())', [key])).rowCount === 1,
+      LEASE_MS + 5_000,
+      'the lease to lapse',
+    );
 
   /**
    * Sends a create with `key` to a fresh api, holds it at its insert with a table lock, kills
@@ -94,6 +109,7 @@ describe('Idempotency-Key of a request whose api died', () => {
 
     const { api, port } = await startApi(layout);
     try {
+      await leaseLapsed(key);
       const retry = await create(layout, port, key, title);
       expect(retry.status).toBe(200);
       const body = (await retry.json()) as { status: number; pid?: string; item?: { postId: number } };
@@ -112,4 +128,63 @@ describe('Idempotency-Key of a request whose api died', () => {
       await api.stop('SIGKILL');
     }
   });
+
+  it.each([
+    ['/webhooks', (marker: string) => ({ url: 'http://127.0.0.1:9/hook', event: 'demo.ping', payload: { marker }, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' })],
+    ['/events', (marker: string) => ({ event: 'post.updated', payload: { marker } })],
+  ] as const)(
+    'when the api is killed after POST %s committed and before it answered, then a retry after the lease replays the ids made and no second delivery',
+    async (route, bodyOf) => {
+      const key = `crash-${route.slice(1)}-${++keyNumber}-${Date.now()}`;
+      const marker = `body-${key}`;
+      const serviceKey = `sk_${randomBytes(24).toString('base64url')}`;
+      await db.query("INSERT INTO service_keys (name, key_hash, scopes) VALUES ('crash', $1, '{*}')", [createHash('sha256').update(serviceKey).digest('hex')]);
+      const headers = { authorization: `Bearer ${serviceKey}`, 'content-type': 'application/json', 'idempotency-key': key };
+      const send = (port: number) => fetch(`http://127.0.0.1:${port}/api/v1${route}`, { method: 'POST', headers, body: JSON.stringify(bodyOf(marker)) });
+      const deliveries = async () =>
+        (
+          await db.query<{ id: string }>(
+            'SELECT d.id FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.body LIKE $1 ORDER BY d.endpoint_id NULLS FIRST',
+            [`%${marker}%`],
+          )
+        ).rows.map((row) => row.id);
+
+      const real = new URL(env.databaseUrl);
+      const proxy = await startTcpProxy({ host: real.hostname, port: Number(real.port || 5432) });
+      try {
+        const viaProxy = new URL(real);
+        viaProxy.hostname = '127.0.0.1';
+        viaProxy.port = String(proxy.port);
+        const { api, port } = await startApi('a', viaProxy.toString());
+        for (const n of [1, 2]) {
+          const endpoint = await fetch(`http://127.0.0.1:${port}/api/v1/endpoints`, {
+            method: 'POST',
+            headers: { authorization: headers.authorization, 'content-type': 'application/json' },
+            body: JSON.stringify({ url: `http://127.0.0.1:9/crash/${key}/${n}`, events: ['post.updated'], filter: { marker } }),
+          });
+          expect(endpoint.status).toBe(201);
+        }
+        proxy.loseCommitAnswer(marker, 'hang');
+        const request = send(port).catch(() => 'no answer');
+        await waitFor(async () => (await deliveries()).length > 0, 10_000, 'the deliveries to commit');
+        await api.stop('SIGKILL');
+        expect(await request).toBe('no answer');
+      } finally {
+        await proxy.close();
+      }
+      const committed = await deliveries();
+      expect(committed).toHaveLength(route === '/webhooks' ? 1 : 2);
+
+      const { api, port } = await startApi('b');
+      try {
+        await leaseLapsed(key);
+        const retry = await send(port);
+        expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([202, 'true']);
+        expect(await retry.json()).toEqual(route === '/webhooks' ? { id: committed[0] } : { ids: committed });
+        expect(await deliveries()).toEqual(committed);
+      } finally {
+        await api.stop('SIGKILL');
+      }
+    },
+  );
 });

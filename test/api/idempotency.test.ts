@@ -113,6 +113,17 @@ describe('Idempotency-Key', () => {
     expect(await deliveries()).toBe(before + 1);
   });
 
+  it('when a body nested 100,000 levels deep comes with a key, then the answer is the route\'s own 400, never a 500', async () => {
+    const lines: string[] = [];
+    await runKeysCli(['create', '--name', 'deep', '--scopes', 'webhooks:send'], { env: processEnv(harness.env), stdout: (line) => lines.push(line), stderr: () => undefined });
+    const headers = { authorization: `Bearer ${JSON.parse(lines[0]).key}`, 'content-type': 'application/json', 'idempotency-key': freshKey() };
+    const payload = `{"event":"post.updated","payload":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`;
+    const res = await b.request({ method: 'POST', url: '/api/v1/events', headers, payload });
+    expect(res.statusCode).toBe(400);
+    const again = await a.request({ method: 'POST', url: '/api/v1/events', headers, payload });
+    expect([again.statusCode, again.headers['idempotent-replayed']]).toEqual([400, 'true']);
+  });
+
   it('when no key is sent, then every create makes a post', async () => {
     const before = await countPosts(harness.db);
     for (let i = 0; i < 2; i++) {

@@ -36,6 +36,20 @@ describe('configuration (DESIGN §2)', () => {
     expect(loadConfig({}, 'receiver').port).toBe(3002);
   });
 
+  it('when HOST is not set, then the services listen on 127.0.0.1 outside production and on every interface in production', () => {
+    // Outside production the public development credentials are seeded and the SSRF guard is off (DESIGN §2, revision 4).
+    expect(loadConfig({}, 'api').host).toBe('127.0.0.1');
+    expect(loadConfig({ NODE_ENV: 'development' }, 'receiver').host).toBe('127.0.0.1');
+    expect(loadConfig({ NODE_ENV: 'test' }, 'worker').host).toBe('127.0.0.1');
+    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: 'a-production-app-key', RECEIVER_SECRET: 'a-receiver-secret' }, 'api').host).toBe('0.0.0.0');
+  });
+
+  it('when HOST is set, then it wins in and outside production', () => {
+    expect(loadConfig({ HOST: '0.0.0.0' }, 'api').host).toBe('0.0.0.0');
+    expect(loadConfig({ HOST: '::1' }, 'receiver').host).toBe('::1');
+    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: 'a-production-app-key', RECEIVER_SECRET: 'a-receiver-secret', HOST: '10.1.2.3' }, 'api').host).toBe('10.1.2.3');
+  });
+
   it.each([
     ['API_LAYOUT', 'c'],
     ['PORT', 'eighty'],

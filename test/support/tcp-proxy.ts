@@ -21,6 +21,15 @@ export interface TcpProxy {
    * never reach the target): a server that goes away in the middle of one exchange.
    */
   dropOn(marker: string): void;
+  /**
+   * PostgreSQL only: lets through the work whose bytes contain `marker` and loses the answer to
+   * the statement that commits it: that statement itself when it ran on its own (its
+   * ReadyForQuery says idle), else the COMMIT the client sends next. The server commits; the
+   * client never hears so. Then `drop` closes the connection both ways (a connection lost
+   * during COMMIT), `hang` keeps it open and silent (a server that never answers), until the
+   * client closes it. Once per call.
+   */
+  loseCommitAnswer(marker: string, then: 'drop' | 'hang'): void;
   close(): Promise<void>;
 }
 
@@ -33,6 +42,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   let mode: 'forward' | 'hang' = 'forward';
   let holding = false;
   let dropMarker: Buffer | undefined;
+  let commitLoss: { marker: Buffer; then: 'drop' | 'hang' } | undefined;
   const held: { upstream: net.Socket; chunk: Buffer }[] = [];
   const track = (socket: net.Socket) => {
     sockets.add(socket);
@@ -44,14 +54,30 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     if (mode === 'hang') return;
     const upstream = net.connect(target.port, target.host);
     track(upstream);
+    const answers = answerWatch();
     client.on('data', (chunk: Buffer) => {
       if (dropMarker && chunk.includes(dropMarker)) {
         client.destroy();
         upstream.destroy();
-      } else if (holding) held.push({ upstream, chunk });
+        return;
+      }
+      if (commitLoss && answers.phase === 'idle' && chunk.includes(commitLoss.marker)) {
+        answers.arm(commitLoss.then);
+        commitLoss = undefined;
+      } else if (answers.phase === 'await-commit' && chunk.includes(COMMIT)) {
+        answers.phase = 'commit-sent';
+      }
+      if (holding) held.push({ upstream, chunk });
       else upstream.write(chunk);
     });
-    upstream.pipe(client);
+    upstream.on('data', (chunk: Buffer) => {
+      const verdict = answers.take(chunk);
+      if (verdict.forward.length > 0) client.write(verdict.forward);
+      if (verdict.lost === 'drop') {
+        client.destroy();
+        upstream.destroy();
+      }
+    });
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   };
@@ -85,6 +111,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     dropOn(marker) {
       dropMarker = Buffer.from(marker, 'utf8');
     },
+    loseCommitAnswer(marker, then) {
+      commitLoss = { marker: Buffer.from(marker, 'utf8'), then };
+    },
     release() {
       holding = false;
       for (const { upstream, chunk } of held.splice(0)) if (!upstream.destroyed) upstream.write(chunk);
@@ -94,6 +123,54 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       await stop();
     },
   };
+}
+
+const COMMIT = Buffer.from('COMMIT', 'utf8');
+
+/**
+ * One connection's answers from PostgreSQL while a commit's answer is to be lost. Messages are
+ * a type byte and a 4-byte length that counts itself (PostgreSQL protocol, "Message Formats");
+ * ReadyForQuery is `Z`, length 5, then the transaction status: `I` idle, `T` in a transaction,
+ * `E` in a failed one. Answers are read whole from the statement that carried the marker on:
+ * node-postgres sends a statement only after the previous one's ReadyForQuery.
+ */
+function answerWatch() {
+  let pending = Buffer.alloc(0);
+  let then: 'drop' | 'hang' = 'drop';
+  const watch = {
+    phase: 'idle' as 'idle' | 'marker-sent' | 'await-commit' | 'commit-sent' | 'lost',
+    arm(mode: 'drop' | 'hang') {
+      then = mode;
+      watch.phase = 'marker-sent';
+    },
+    /** What of `chunk` reaches the client, and whether the commit's answer was just lost. */
+    take(chunk: Buffer): { forward: Buffer; lost?: 'drop' | 'hang' } {
+      if (watch.phase === 'lost') return { forward: Buffer.alloc(0) };
+      if (watch.phase !== 'marker-sent' && watch.phase !== 'commit-sent') return { forward: chunk };
+      pending = Buffer.concat([pending, chunk]);
+      const status = readyForQueryStatus(pending);
+      if (status === null) return { forward: Buffer.alloc(0) };
+      const answer = pending;
+      pending = Buffer.alloc(0);
+      if (watch.phase === 'marker-sent' && status !== 'I') {
+        watch.phase = 'await-commit';
+        return { forward: answer };
+      }
+      watch.phase = 'lost';
+      return { forward: Buffer.alloc(0), lost: then };
+    },
+  };
+  return watch;
+}
+
+/** The status of the first whole ReadyForQuery message in `bytes`, or null when none is complete yet. */
+function readyForQueryStatus(bytes: Buffer): string | null {
+  for (let at = 0; at + 5 <= bytes.length; ) {
+    const length = bytes.readUInt32BE(at + 1);
+    if (bytes[at] === 0x5a && at + 6 <= bytes.length) return String.fromCharCode(bytes[at + 5]);
+    at += 1 + length;
+  }
+  return null;
 }
 
 function listen(server: net.Server, port: number): Promise<void> {

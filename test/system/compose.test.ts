@@ -52,6 +52,11 @@ describe('docker-compose.yml and npm start run the same system', () => {
     expect(packageScripts[script]).toBe(SERVICES.find((service) => service.name === name)?.command);
   });
 
+  it('when compose or the image runs a service, then it listens on every interface of its container (HOST=0.0.0.0), published on loopback only', () => {
+    for (const service of SERVICES) expect({ service: service.name, host: compose.services[service.name].environment?.HOST }).toEqual({ service: service.name, host: '0.0.0.0' });
+    expect(dockerfile).toMatch(/^ENV .*\bHOST=0\.0\.0\.0\b/m);
+  });
+
   it('when compose starts, then every variable it sets is one the services read', () => {
     const known = new Set([...CONFIG_VARIABLES, 'SEED_ENDPOINT_URL', 'NPM_CONFIG_UPDATE_NOTIFIER']);
     for (const name of APP_SERVICES) {

@@ -302,7 +302,7 @@ describe('WebhookRequest, derived secret and state', () => {
     expect(() => hook.setMaxResponseBytes(0)).toThrow(LogicError);
   });
 
-  it.each(['Host', 'content-type', 'Content-Length', 'Transfer-Encoding', 'Connection', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature'])(
+  it.each(['Host', 'content-type', 'Content-Length', 'Transfer-Encoding', 'Connection', 'Proxy-Authorization', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature'])(
     'when the signature header is named %s (a reserved header), then LogicError',
     (name) => {
       const hook = new WebhookRequest(server.url);

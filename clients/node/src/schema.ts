@@ -144,11 +144,11 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
-                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event. */
+                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
                         filter?: {
                             [key: string]: unknown;
                         } | null;
-                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value. */
+                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise). */
                         headers?: {
                             [key: string]: string;
                         };
@@ -535,11 +535,11 @@ export interface paths {
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
-                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects; null: every event. */
+                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
                         filter?: {
                             [key: string]: unknown;
                         } | null;
-                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers, content-type, content-length, host, connection, transfer-encoding and proxy-authorization are refused. A PATCH replaces the whole map; "********" keeps a stored masked value. */
+                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise). */
                         headers?: {
                             [key: string]: string;
                         };

@@ -4,6 +4,7 @@ import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
 import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName, partitionOfQueueName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
+import { RESERVED_HEADER_NAMES as RESERVED_HEADERS } from '../../../shared/webhook/reserved-headers';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/queue/rate-limit';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
@@ -47,19 +48,6 @@ export interface PartitionGates {
 interface JobScope extends PartitionGates {
   partition: number;
 }
-
-/** Headers a caller's or an endpoint's own headers may not set: the signature set, and what HTTP itself owns. */
-const RESERVED_HEADERS = new Set([
-  'content-type',
-  'content-length',
-  'transfer-encoding',
-  'host',
-  'connection',
-  'proxy-authorization',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
 
 /** Share of a worker's slots retries may hold, so first attempts always find free slots. */
 const RETRY_SHARE = 0.8;

@@ -1,8 +1,21 @@
 import { createHash } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
-import { QueryTypes, Sequelize } from 'sequelize';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onErrorAsyncHookHandler,
+  onSendAsyncHookHandler,
+  preHandlerAsyncHookHandler,
+} from 'fastify';
+import type { Sequelize, Transaction } from 'sequelize';
+import { isOutcomeUnknown } from '../../../../shared/db';
+import type { InCommit } from '../../../../shared/queue';
 import { ApiError } from '../errors';
+import { IdempotencyOwner, StoredAnswer, createIdempotencyStore } from './idempotency-store';
 import { rateLimitKey } from './rate-limit';
+
+export type { IdempotencyOwner, StoredAnswer } from './idempotency-store';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -13,10 +26,11 @@ declare module 'fastify' {
 
 /** The 409 message for a key sent again with another request (DESIGN §12). */
 export const IDEMPOTENCY_KEY_REUSED = 'Idempotency-Key reused with a different request.';
+/** The 409 message, with Retry-After, while the key's first request may still commit (DESIGN §12, revision 4). */
+export const IDEMPOTENCY_KEY_IN_PROGRESS = 'A request with this Idempotency-Key is in progress.';
 
 const HEADER = 'idempotency-key';
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
-const KEPT_HOURS = 24;
 
 /** DESIGN §15: a claim whose process died frees its key at most this long after the death. */
 export const IDEMPOTENCY_LEASE_MS = 60_000;
@@ -24,24 +38,12 @@ export const IDEMPOTENCY_LEASE_MS = 60_000;
 export interface IdempotencyOptions {
   sequelize: Sequelize;
   log: FastifyBaseLogger;
-  /** How long a duplicate waits for the first request to finish before a 409, ms. Default 10 000. */
+  /** How long a duplicate waits for the first request to finish before a 409, ms. Default a sixth of the lease (10 s of 60 s). */
   waitMs?: number;
   /** How long a claim holds without renewal, ms; renewed every third of it while the request runs. Default {@link IDEMPOTENCY_LEASE_MS}. */
   leaseMs?: number;
 }
 
-type Stored = { status: number; body: string; contentType: string | null };
-type Claim =
-  | { kind: 'claimed'; committedPostPid: number | null }
-  | { kind: 'answered'; response: Stored }
-  | { kind: 'running' }
-  | { kind: 'mismatch' };
-
-/** Who holds an idempotency key: the principal (`user:<id>` or `key:<id>`) and the key. */
-export interface IdempotencyOwner {
-  principal: string;
-  key: string;
-}
 type Owner = IdempotencyOwner;
 
 /** The claim a request holds, for the route that runs it. */
@@ -51,6 +53,14 @@ export interface IdempotencyClaim extends IdempotencyOwner {
    * unanswered: the route answers with that post instead of creating another one.
    */
   committedPostPid: number | null;
+  /**
+   * Records `answer` under the key inside `transaction`, the one that commits what the request
+   * made: a retry after the process died, or after a connection lost during COMMIT, replays it.
+   *
+   * @throws ApiError 409 {@link IDEMPOTENCY_KEY_IN_PROGRESS} when another request with the key
+   *   answered first (a claim taken over after its lease lapsed); the transaction must roll back
+   */
+  recordAnswer(transaction: Transaction, answer: StoredAnswer): Promise<void>;
 }
 
 const claims = new WeakMap<FastifyRequest, IdempotencyClaim>();
@@ -65,6 +75,19 @@ export function idempotencyClaimOf(request: FastifyRequest): IdempotencyClaim | 
 }
 
 /**
+ * For a route whose writes run a callback in their transaction (`enqueueWebhook`,
+ * `publishEvent`): records the JSON answer `status` with body `bodyOf(deliveryIds)` under the
+ * request's Idempotency-Key in that transaction (DESIGN §12, revision 4). The route must
+ * answer exactly that. Undefined when the request holds no key.
+ */
+export function answerInCommit(request: FastifyRequest, status: number, bodyOf: (deliveryIds: string[]) => object): InCommit | undefined {
+  const claim = idempotencyClaimOf(request);
+  if (!claim) return undefined;
+  return (transaction, deliveryIds) =>
+    claim.recordAnswer(transaction, { status, body: JSON.stringify(bodyOf(deliveryIds)), contentType: 'application/json; charset=utf-8' });
+}
+
+/**
  * Idempotent requests (DESIGN §12; the scheme of Stripe's and the IETF draft
  * draft-ietf-httpapi-idempotency-key-header): on every route registered after this in `scope`
  * with `config: { idempotency: true }`, a request carrying `Idempotency-Key` (1..255 printable
@@ -75,18 +98,24 @@ export function idempotencyClaimOf(request: FastifyRequest): IdempotencyClaim | 
  *   `Idempotent-Replayed: true`, without running the handler;
  * - while the first is still running, a duplicate waits for its answer (never runs beside it);
  * - the same key with another request: 409 {@link IDEMPOTENCY_KEY_REUSED} in the layout's shape.
- * A 5xx answer releases the key, so a retry runs again (the handler made no change). A claim
- * is a lease of `leaseMs` (60 s) that its process renews while the request runs: a process
- * that dies mid-request frees the key within 60 s (DESIGN §15), and the retry then either
- * answers with the post the dead request committed ({@link IdempotencyClaim.committedPostPid})
- * or runs again; it never makes a second post. Runs after validation: a request refused by its
- * schema claims nothing.
+ * What a request commits is recorded under its key in the same transaction (a post's pid, or
+ * the answer itself: {@link IdempotencyClaim.recordAnswer}). A 5xx frees the key only when the
+ * failure is known to have committed nothing; one whose outcome is unknown (the connection
+ * lost with a statement or COMMIT unanswered, shared/db `isOutcomeUnknown`) keeps it, and a
+ * key holding a committed pid or answer is never freed. A claim is a lease of `leaseMs` (60 s)
+ * that its process renews while the request runs: until a kept or orphaned claim's lease
+ * lapses, a duplicate gets 409 {@link IDEMPOTENCY_KEY_IN_PROGRESS} with Retry-After; after it,
+ * the retry replays the recorded answer, answers with the post the first committed
+ * ({@link IdempotencyClaim.committedPostPid}), or runs again when nothing was committed; it
+ * never makes a second post or delivery (DESIGN §12 revision 4, §15). Runs after validation:
+ * a request refused by its schema claims nothing.
  */
 export function registerIdempotency(
   scope: FastifyInstance,
-  { sequelize, log, waitMs = 10_000, leaseMs = IDEMPOTENCY_LEASE_MS }: IdempotencyOptions,
+  { sequelize, log, leaseMs = IDEMPOTENCY_LEASE_MS, waitMs = leaseMs / 6 }: IdempotencyOptions,
 ): void {
   const owners = new WeakMap<FastifyRequest, Owner>();
+  const failures = new WeakMap<FastifyRequest, Error>();
   const renewals = new WeakMap<FastifyRequest, NodeJS.Timeout>();
   const store = createIdempotencyStore(sequelize, log, leaseMs);
   const stopRenewing = (request: FastifyRequest) => {
@@ -105,7 +134,10 @@ export function registerIdempotency(
       const claim = await store.claim(owner, fingerprint);
       if (claim.kind === 'claimed') {
         owners.set(request, owner);
-        claims.set(request, { ...owner, committedPostPid: claim.committedPostPid });
+        const recordAnswer = async (transaction: Transaction, answer: StoredAnswer) => {
+          if (!(await store.answerInCommit(owner, answer, transaction))) throw new ApiError(409, IDEMPOTENCY_KEY_IN_PROGRESS);
+        };
+        claims.set(request, { ...owner, committedPostPid: claim.committedPostPid, recordAnswer });
         const renewal = setInterval(() => {
           store.renew(owner).catch((err: Error) => request.log.warn({ err }, 'renewing an idempotency key lease failed'));
         }, Math.max(1, Math.floor(leaseMs / 3)));
@@ -120,12 +152,18 @@ export function registerIdempotency(
         return reply.code(status).header('Idempotent-Replayed', 'true').send(body);
       }
       if (Date.now() > deadline) {
-        // Retry-After tells a client this 409 is worth retrying, unlike a key reused with another request.
-        reply.header('Retry-After', '1');
-        throw new ApiError(409, 'A request with this Idempotency-Key is still being processed; retry later.');
+        // Retry-After tells a client this 409 is worth retrying, unlike a key reused with another
+        // request: by then the first has answered, or its lease has lapsed.
+        reply.header('Retry-After', String(claim.leaseLeftS));
+        throw new ApiError(409, IDEMPOTENCY_KEY_IN_PROGRESS);
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  };
+
+  // The error behind a 5xx, seen before the error handler turns it into an answer.
+  const onError: onErrorAsyncHookHandler = async function idempotencyOnError(request, _reply, error) {
+    if (owners.has(request)) failures.set(request, error);
   };
 
   const onSend: onSendAsyncHookHandler = async function idempotencyOnSend(request, reply, payload) {
@@ -135,6 +173,12 @@ export function registerIdempotency(
     stopRenewing(request);
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : payload == null ? '' : null;
     if (reply.statusCode >= 500 || body === null) {
+      const failure = failures.get(request);
+      if (failure && isOutcomeUnknown(failure)) {
+        // It may yet have committed: the lease, no longer renewed, frees the key within leaseMs.
+        request.log.warn({ reason: failure.message }, 'idempotency key kept until its lease lapses: the request failed not knowing whether it committed');
+        return payload;
+      }
       await store.release(owner).catch((err: Error) => request.log.error({ err }, 'releasing an idempotency key failed'));
       return payload;
     }
@@ -149,6 +193,7 @@ export function registerIdempotency(
   scope.addHook('onRoute', (route) => {
     if (!route.config?.idempotency) return;
     route.preHandler = [...asList(route.preHandler), preHandler];
+    route.onError = [...asList(route.onError), onError];
     route.onSend = [...asList(route.onSend), onSend];
   });
 }
@@ -169,80 +214,34 @@ function fingerprintOf(request: FastifyRequest): string {
   return hash.digest('hex');
 }
 
-function canonical(value: unknown): string {
-  if (Buffer.isBuffer(value)) return `b:${createHash('sha256').update(value).digest('hex')}`;
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
+/**
+ * The canonical text of a body, written with a stack of its own rather than recursion: a body
+ * nested a million levels deep (within the body limit) is fingerprinted like any other, and
+ * left for its route to refuse.
+ */
+function canonical(root: unknown): string {
+  const out: string[] = [];
+  // Popped last first: a value to write, or text written as it is.
+  const work: ({ text: string } | { value: unknown })[] = [{ value: root }];
+  for (let item = work.pop(); item; item = work.pop()) {
+    if ('text' in item) {
+      out.push(item.text);
+      continue;
+    }
+    const { value } = item;
+    if (Buffer.isBuffer(value)) {
+      out.push(`b:${createHash('sha256').update(value).digest('hex')}`);
+    } else if (Array.isArray(value)) {
+      const parts = value.flatMap((element, index) => (index === 0 ? [{ value: element }] : [{ text: ',' }, { value: element }]));
+      work.push({ text: ']' }, ...parts.reverse(), { text: '[' });
+    } else if (value !== null && typeof value === 'object') {
+      const parts = Object.keys(value)
+        .sort()
+        .flatMap((key, index) => [...(index === 0 ? [] : [{ text: ',' }]), { text: `${JSON.stringify(key)}:` }, { value: (value as Record<string, unknown>)[key] }]);
+      work.push({ text: '}' }, ...parts.reverse(), { text: '{' });
+    } else {
+      out.push(JSON.stringify(value) ?? 'undefined');
+    }
   }
-  return JSON.stringify(value) ?? 'undefined';
-}
-
-// A key is free when its 24 h are over, or when the request that claimed it stopped renewing
-// its lease unanswered (its process died): the same request then takes it over, keeping the
-// pid of any post the dead one committed. $4 is the lease in ms.
-const CLAIM = `
-INSERT INTO idempotency_keys (principal, idempotency_key, fingerprint, expires_at, lease_expires_at)
-VALUES ($1, $2, $3, now() + make_interval(hours => ${KEPT_HOURS}), now() + $4 * interval '1 millisecond')
-ON CONFLICT (principal, idempotency_key) DO UPDATE
-  SET fingerprint = EXCLUDED.fingerprint, response_status = NULL, response_body = NULL,
-      response_content_type = NULL, lease_expires_at = EXCLUDED.lease_expires_at,
-      post_pid = CASE WHEN idempotency_keys.expires_at <= now() THEN NULL ELSE idempotency_keys.post_pid END,
-      created_at = CASE WHEN idempotency_keys.expires_at <= now() THEN now() ELSE idempotency_keys.created_at END,
-      expires_at = CASE WHEN idempotency_keys.expires_at <= now() THEN EXCLUDED.expires_at ELSE idempotency_keys.expires_at END
-  WHERE idempotency_keys.expires_at <= now()
-     OR (idempotency_keys.response_status IS NULL AND idempotency_keys.lease_expires_at <= now()
-         AND idempotency_keys.fingerprint = EXCLUDED.fingerprint)
-RETURNING post_pid`;
-
-function createIdempotencyStore(sequelize: Sequelize, log: FastifyBaseLogger, leaseMs: number) {
-  const query = <T extends object>(sql: string, bind: unknown[]) => sequelize.query<T>(sql, { bind, type: QueryTypes.SELECT });
-  let lastPruned = 0;
-  const prune = () => {
-    if (Date.now() - lastPruned < 3_600_000) return;
-    lastPruned = Date.now();
-    sequelize
-      .query('DELETE FROM idempotency_keys WHERE expires_at <= now()')
-      .catch((err: Error) => log.warn({ err }, 'pruning expired idempotency keys failed'));
-  };
-  return {
-    /** Claims the key (an expired one counts as free), or says who holds it. */
-    async claim({ principal, key }: Owner, fingerprint: string): Promise<Claim> {
-      prune();
-      // Concurrent claims serialise on the primary key: exactly one INSERT wins.
-      const [claimed] = await query<{ post_pid: number | null }>(CLAIM, [principal, key, fingerprint, leaseMs]);
-      if (claimed) return { kind: 'claimed', committedPostPid: claimed.post_pid };
-      const [row] = await query<{ fingerprint: string; response_status: number | null; response_body: string | null; response_content_type: string | null }>(
-        'SELECT fingerprint, response_status, response_body, response_content_type FROM idempotency_keys WHERE principal = $1 AND idempotency_key = $2',
-        [principal, key],
-      );
-      // Released between the two statements: claim again.
-      if (!row) return { kind: 'running' };
-      if (row.fingerprint !== fingerprint) return { kind: 'mismatch' };
-      if (row.response_status === null) return { kind: 'running' };
-      return { kind: 'answered', response: { status: row.response_status, body: row.response_body ?? '', contentType: row.response_content_type } };
-    },
-    /** Pushes the lease of a claim still running `leaseMs` ahead. */
-    async renew({ principal, key }: Owner): Promise<void> {
-      await sequelize.query(
-        `UPDATE idempotency_keys SET lease_expires_at = now() + $3 * interval '1 millisecond'
-          WHERE principal = $1 AND idempotency_key = $2 AND response_status IS NULL`,
-        { bind: [principal, key, leaseMs] },
-      );
-    },
-    async answer({ principal, key }: Owner, response: Stored): Promise<void> {
-      await sequelize.query(
-        'UPDATE idempotency_keys SET response_status = $3, response_body = $4, response_content_type = $5, lease_expires_at = NULL WHERE principal = $1 AND idempotency_key = $2',
-        { bind: [principal, key, response.status, response.body, response.contentType] },
-      );
-    },
-    async release({ principal, key }: Owner): Promise<void> {
-      await sequelize.query('DELETE FROM idempotency_keys WHERE principal = $1 AND idempotency_key = $2 AND response_status IS NULL', {
-        bind: [principal, key],
-      });
-    },
-  };
+  return out.join('');
 }

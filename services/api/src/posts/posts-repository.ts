@@ -4,10 +4,11 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { PostIdsExhaustedError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
+import { isOutcomeUnknown } from '../../../../shared/db';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import { rawQuery } from '../../../../shared/db/raw-query';
 import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
-import type { IdempotencyOwner } from '../plugins/idempotency';
+import { IdempotencyOwner, recordPostPid, recordPostPidsSql } from '../plugins/idempotency-store';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -145,11 +146,8 @@ function createStatement(random: boolean): string {
       ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
       RETURNING ${POST_COLUMNS}
     ), claimed AS (
-      -- DESIGN §15: the key's row learns the pid in the post's own commit, for a retry whose
-      -- first request died before it could answer.
-      UPDATE idempotency_keys k SET post_pid = p.pid
-        FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
-       WHERE k.principal = i.claim_principal AND k.idempotency_key = i.claim_key
+      -- The request's Idempotency-Key learns the pid in the post's own commit (DESIGN §15).
+      ${recordPostPidsSql('inserted p JOIN input i ON i.post_uuid = p.post_uuid', { pid: 'p.pid', principal: 'i.claim_principal', key: 'i.claim_key' })}
     ), source AS (
       SELECT i.ord, p.user_id AS owner_id, i.traceparent,
              i.piece0 || p.pid::text || i.piece1 || ${isoJson('p.created_at')} || i.piece2 || ${isoJson('p.updated_at')} || i.piece3 AS body
@@ -252,6 +250,11 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         found = await rawQuery<PostRow & FannedOutEvent>(sequelize, { ...(random ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS), values });
       } catch (error) {
         if (attempt === 0) throw error;
+        if (isOutcomeUnknown(error)) {
+          // This attempt may have committed (its answer was lost): none of it is tried again.
+          for (const index of missing) outcomes[index] = { ok: false, error };
+          return outcomes;
+        }
         // The earlier attempts' posts are committed: each post still missing is tried alone.
         const alone = await Promise.all(
           missing.map((index) => createBatch([items[index]], pidSource).then(([outcome]) => outcome, (failure: unknown): Settled<CreatedPost> => ({ ok: false, error: failure }))),
@@ -287,12 +290,7 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         const record = toPostRecord(row);
         await events.record(transaction, 'post.created', toChangedData(record));
         const { claim } = items[index];
-        if (claim) {
-          await sequelize.query('UPDATE idempotency_keys SET post_pid = $3 WHERE principal = $1 AND idempotency_key = $2', {
-            bind: [claim.principal, claim.key, record.pid],
-            transaction,
-          });
-        }
+        if (claim) await recordPostPid(sequelize, transaction, claim, record.pid);
         outcomes.push({ ok: true, value: { record, deliveryIds: [] } });
       }
       return outcomes;
@@ -315,9 +313,12 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     return outcomes;
   }
 
+  // A batch whose outcome is unknown (the connection lost with its statement unanswered) may
+  // have committed: tried again post by post, it would write each post twice.
+  const retryAlone = (error: unknown) => !isOutcomeUnknown(error);
   const creates: Record<PidSource, GroupCommit<PendingCreate, CreatedPost>> = {
-    sequence: createGroupCommit((items) => createBatch(items, 'sequence'), { retryAlone: () => true }),
-    random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone: () => true }),
+    sequence: createGroupCommit((items) => createBatch(items, 'sequence'), { retryAlone }),
+    random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone }),
   };
 
   async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {

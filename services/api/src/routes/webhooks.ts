@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import { getDeliveryDetails, listDeliveries, publishEvent, redeliver } from '../../../../shared/operations';
 import { DeliveryNotFoundError, WebhookQueue, enqueueWebhook } from '../../../../shared/queue';
+import { answerInCommit } from '../plugins/idempotency';
 import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
 import { handleOperationsError, operatorOrUser, serviceKeyWith } from './operations-errors';
@@ -41,7 +42,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.post<{ Body: EnqueueBody }>(
     '/webhooks',
     {
-      // The Idempotency-Key handling of DESIGN §12.
+      // The Idempotency-Key handling of DESIGN §12; the answer is recorded in the deliveries' commit.
       config: { idempotency: true },
       preValidation: serviceKeyWith('webhooks:send'),
       schema: {
@@ -53,7 +54,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       },
     },
     async (request, reply) => {
-      const id = await enqueueWebhook(request.body, { ...deps, logger: request.log });
+      const id = await enqueueWebhook(request.body, { ...deps, logger: request.log }, answerInCommit(request, 202, ([made]) => ({ id: made })));
       return reply.code(202).send({ id });
     },
   );
@@ -61,7 +62,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.post<{ Body: PublishEventBody }>(
     '/events',
     {
-      // The Idempotency-Key handling of DESIGN §12.
+      // The Idempotency-Key handling of DESIGN §12; the answer is recorded in the deliveries' commit.
       config: { idempotency: true },
       preValidation: serviceKeyWith('webhooks:send'),
       schema: {
@@ -81,7 +82,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     },
     async (request, reply) => {
       const { event, payload, user_id: userId } = request.body;
-      const ids = await publishEvent({ ...deps, logger: request.log }, { event, payload, userId });
+      const ids = await publishEvent({ ...deps, logger: request.log }, { event, payload, userId }, answerInCommit(request, 202, (made) => ({ ids: made })));
       return reply.code(202).send({ ids });
     },
   );
