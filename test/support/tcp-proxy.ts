@@ -21,14 +21,21 @@ export interface TcpProxy {
    * never reach the target): a server that goes away in the middle of one exchange.
    */
   dropOn(marker: string): void;
+  /**
+   * Points the address at another port of the target's host, as a DNS name or a virtual IP
+   * moved to a promoted standby: open connections are dropped (their clients see a reset) and
+   * new ones reach the new target. A cut stays a cut.
+   */
+  retarget(port: number): void;
   close(): Promise<void>;
 }
 
 /**
- * Starts a forwarder from a free port on 127.0.0.1 to `target`, for tests that must make
+ * Starts a forwarder from a free port on 127.0.0.1 to `initialTarget`, for tests that must make
  * a real server unreachable without stopping it (PostgreSQL here is shared by every test).
  */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export async function startTcpProxy(initialTarget: { host: string; port: number }): Promise<TcpProxy> {
+  let target = initialTarget;
   const sockets = new Set<net.Socket>();
   let mode: 'forward' | 'hang' = 'forward';
   let holding = false;
@@ -84,6 +91,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     dropOn(marker) {
       dropMarker = Buffer.from(marker, 'utf8');
+    },
+    retarget(port) {
+      target = { host: target.host, port };
+      dropAll();
     },
     release() {
       holding = false;
