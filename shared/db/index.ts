@@ -1,4 +1,5 @@
-import { ConnectionError, Sequelize } from 'sequelize';
+import { Sequelize } from 'sequelize';
+import { destroySpoiledOnRelease, prepareConnection } from './connection-setup';
 import { IdempotencyKey } from './models/idempotency-key';
 import { Post } from './models/post';
 import { ServiceKey } from './models/service-key';
@@ -26,7 +27,7 @@ export interface Models {
   IdempotencyKey: typeof IdempotencyKey;
 }
 
-export { isDatabaseUnavailable } from './errors';
+export { isDatabaseUnavailable, StandbyReachedError } from './errors';
 
 // While PostgreSQL is unreachable a request must fail within seconds (503, DESIGN §6), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.
@@ -71,25 +72,10 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
     define: { underscored: true },
     hooks: {
-      // The hot statements (claim, record, outbox marks, creates) are prepared once per connection
-      // and name a day partition by parameter (DESIGN §3). PostgreSQL would re-plan each of them at
-      // every execution: a custom plan that prunes the other days at plan time looks far cheaper
-      // than the generic one, which prunes them at start-up. Planning then cost more than running
-      // (0.77 ms against 0.34 ms for the claim). A generic plan is planned once per connection.
-      // A SET, not a start-up option: connection poolers refuse unknown start-up parameters. A
-      // connection that cannot take it (the server went away meanwhile) is no connection: it is
-      // closed and reported as Sequelize's ConnectionError, which callers read as an outage.
-      afterConnect: async (connection) => {
-        const client = connection as unknown as { query(query: { text: string; query_timeout: number }): Promise<unknown>; end(): Promise<void> };
-        try {
-          await client.query({ text: 'SET plan_cache_mode = force_generic_plan', query_timeout: CONNECT_TIMEOUT_MS });
-        } catch (error) {
-          client.end().catch(() => undefined);
-          throw new ConnectionError(error instanceof Error ? error : new Error(String(error)));
-        }
-      },
+      afterConnect: (connection) => prepareConnection(connection, false, CONNECT_TIMEOUT_MS),
     },
   });
+  destroySpoiledOnRelease(sequelize);
   const models: Models = {
     User: class extends User {}.initModel(sequelize),
     Post: class extends Post {}.initModel(sequelize),

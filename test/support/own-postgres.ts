@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { createDatabase } from '../../shared/db';
+import { createMigrator } from '../../shared/db/migrate';
 import { freePort } from './processes';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
@@ -249,4 +251,20 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Creates database `name` on `cluster` and runs the project's migrations on it.
+ *
+ * @returns its URL on the cluster itself
+ */
+export async function createMigratedDatabase(cluster: OwnPostgres, name: string): Promise<string> {
+  await withClient(cluster.url(), (client) => client.query(`CREATE DATABASE "${name}"`));
+  const database = createDatabase(cluster.url(name), { poolMax: 1 });
+  try {
+    await createMigrator(database.sequelize).up();
+  } finally {
+    await database.close();
+  }
+  return cluster.url(name);
 }
