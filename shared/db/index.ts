@@ -33,8 +33,8 @@ export { isDatabaseUnavailable, StandbyReachedError } from './errors';
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.
 /** Bound of one new connection's TCP and start-up handshake, ms. */
 const CONNECT_TIMEOUT_MS = 10_000;
-/** Bound of the wait for a pooled connection, ms (includes connecting). */
-const POOL_ACQUIRE_TIMEOUT_MS = 15_000;
+/** Bound of the wait for a pooled connection beyond one connect, ms (15 s in all by default). */
+const POOL_WAIT_BEYOND_CONNECT_MS = 5_000;
 
 export interface Database {
   sequelize: Sequelize;
@@ -49,6 +49,13 @@ export interface DatabaseOptions {
   poolMax?: number;
   /** Receives each SQL statement; default: no SQL logging. */
   logging?: (sql: string) => void;
+  /**
+   * A read replica's pool (DESIGN §13): its connections are to a standby by design, so they are
+   * kept (a primary's pool closes them as an outage). Default false.
+   */
+  acceptStandby?: boolean;
+  /** Bound of one new connection's handshake and set-up, ms; default 10,000. The pool waits this plus 5 s at most. */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -64,15 +71,16 @@ export interface DatabaseOptions {
  *   to fail fast at start
  */
 export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   const sequelize = new Sequelize(url, {
     dialect: 'postgres',
     logging: options.logging ?? false,
-    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_TIMEOUT_MS },
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: connectTimeoutMs + POOL_WAIT_BEYOND_CONNECT_MS },
     // keepAlive: a PostgreSQL host that vanished is noticed on idle connections too.
-    dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
+    dialectOptions: { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true },
     define: { underscored: true },
     hooks: {
-      afterConnect: (connection) => prepareConnection(connection, false, CONNECT_TIMEOUT_MS),
+      afterConnect: (connection) => prepareConnection(connection, options.acceptStandby ?? false, connectTimeoutMs),
     },
   });
   destroySpoiledOnRelease(sequelize);

@@ -33,6 +33,12 @@ export interface Metrics {
   retentionDaysKept: Gauge;
   /** Failed deliveries dropped with their day partition by retention (DESIGN §11). */
   retentionFailedDropped: Counter;
+  /**
+   * Reads the replica did not serve although asked to (DESIGN §13), by reason: unreachable,
+   * lagging (more than REPLICA_MAX_LAG_S behind), error (a query failed there); the primary
+   * answered them (api).
+   */
+  dbReplicaSkipped: Counter<'reason'>;
 }
 
 /**
@@ -97,6 +103,12 @@ export function createMetrics(service: string): Metrics {
     retentionFailedDropped: new Counter({
       name: 'webhook_retention_failed_dropped_total',
       help: 'Failed deliveries dropped with their day partition by retention',
+      registers,
+    }),
+    dbReplicaSkipped: new Counter({
+      name: 'db_replica_skipped_total',
+      help: 'Reads the read replica did not serve (the primary did), by reason: unreachable, lagging, error',
+      labelNames: ['reason'],
       registers,
     }),
   };
