@@ -1,4 +1,5 @@
 import { createDatabase, Database } from '../../shared/db';
+import { createUser } from '../support/factories';
 import { createMigratedDatabase, startPrimaryWithStandby, type PrimaryWithStandby } from '../support/own-postgres';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
@@ -144,6 +145,28 @@ describe('read replicas (DESIGN §13)', () => {
       served = JSON.stringify(await skipped(patient)) === JSON.stringify(counts);
     }
     expect(served).toBe(true);
+  });
+});
+
+describe('the endpoint list on a replica (DESIGN §13)', () => {
+  it('when a user creates an endpoint, then their own list and its stats show it at once on any api process, while an operator’s list reads the replica without it until it catches up', async () => {
+    const user = await createUser(primary);
+    await cluster.caughtUp();
+    await cluster.pauseReplay();
+    const created = await patient.request({ method: 'POST', url: '/api/v1/endpoints', headers: user.headers, payload: { url: 'https://example.com/mine' } });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().id as number;
+    const listed = async (api: ApiClient, headers: Record<string, string>) =>
+      ((await api.request({ url: '/api/v1/endpoints?limit=100', headers })).json().data as { id: number }[]).map((endpoint) => endpoint.id);
+
+    expect(await listed(patientB, user.headers)).toEqual([id]);
+    expect((await patientB.request({ url: `/api/v1/endpoints/${id}/stats`, headers: user.headers })).statusCode).toBe(200);
+    expect(await listed(patient, reader.headers)).not.toContain(id);
+
+    await cluster.resumeReplay();
+    await cluster.caughtUp();
+    expect(await listed(patient, reader.headers)).toContain(id);
+    expect((await patient.request({ url: `/api/v1/endpoints/${id}/stats`, headers: reader.headers })).statusCode).toBe(200);
   });
 });
 
