@@ -32,9 +32,9 @@ export interface ReadReplica {
 type Lag = { seconds: number } | { skip: 'unreachable' | 'error'; error: unknown };
 
 // 0 when everything received is replayed (an idle primary sends nothing new, whatever the age
-// of the last transaction); else the age of the last transaction replayed. Not in recovery
-// (promoted, or a primary named by mistake): nothing to wait for. Received but nothing
-// replayed yet since its start: unknown, so too far behind.
+// of the last transaction); else, or before streaming starts (no received position), the age
+// of the last transaction replayed, and with none replayed since its start, unknown: too far
+// behind. Not in recovery (promoted, or a primary named by mistake): nothing to wait for.
 const LAG_SQL = `SELECT CASE
     WHEN NOT pg_is_in_recovery() OR pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn() THEN 0
     ELSE coalesce(greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())), 'Infinity')
