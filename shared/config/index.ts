@@ -10,6 +10,16 @@ export interface Config {
   nodeEnv: string;
   service: ServiceName;
   databaseUrl: string;
+  /**
+   * A streaming replica the operations API's lists and stats read (DATABASE_REPLICA_URL,
+   * DESIGN §13); undefined = every read on the primary.
+   */
+  databaseReplicaUrl?: string;
+  /**
+   * A replica further behind than this is not read (the primary is), seconds; also how long
+   * after a principal's write its lists read the primary (REPLICA_MAX_LAG_S).
+   */
+  replicaMaxLagS: number;
   redisUrl: string;
   /** Prefix of every Redis key this system writes (BullMQ queues and the Layout A cache). */
   redisPrefix: string;
@@ -120,6 +130,8 @@ const DEFAULT_PORTS: Record<ServiceName, number> = { api: 3000, receiver: 3002, 
 const schema = Joi.object({
   NODE_ENV: Joi.string().default('development'),
   DATABASE_URL: Joi.string().uri({ scheme: ['postgres', 'postgresql'] }).default('postgres://postgres:postgres@127.0.0.1:5432/posts'),
+  DATABASE_REPLICA_URL: Joi.string().uri({ scheme: ['postgres', 'postgresql'] }),
+  REPLICA_MAX_LAG_S: Joi.number().min(0).max(3600).default(5),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
   REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.{}-]+$/).default('pw'),
   API_LAYOUT: Joi.string().lowercase().valid('a', 'b').default('a'),
@@ -230,6 +242,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     nodeEnv: value.NODE_ENV,
     service,
     databaseUrl: value.DATABASE_URL,
+    databaseReplicaUrl: value.DATABASE_REPLICA_URL,
+    replicaMaxLagS: value.REPLICA_MAX_LAG_S,
     redisUrl: value.REDIS_URL,
     redisPrefix: value.REDIS_PREFIX,
     apiLayout: value.API_LAYOUT,

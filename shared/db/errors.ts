@@ -2,8 +2,11 @@ import { ConnectionError, DatabaseError } from 'sequelize';
 
 // SQLSTATE codes (PostgreSQL manual, Appendix A) meaning "the server cannot serve now", not
 // "this statement is wrong": class 08 connection exceptions, shutdowns, start-up, an idle
-// session ended, too many connections.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300']);
+// session ended, too many connections, and a read-only transaction (25006): the code never
+// asks for one, so it is a standby answering, or a primary made read-only, during a failover
+// (DESIGN §13).
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300', '25006']);
+const SQLSTATE = /^[0-9A-Z]{5}$/;
 // node-postgres reports a connection lost mid-query with these messages and no SQLSTATE,
 // or with the socket's error code.
 const LOST_CONNECTION = /Connection terminated|not queryable|Query read timeout|timeout exceeded when trying to connect|connection is closed|Client has encountered a connection error/i;
@@ -12,9 +15,11 @@ const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 /**
  * Whether `error` (or an error it wraps, through `cause`, `parent` or `original`) means
  * PostgreSQL is unreachable or not accepting work right now: Sequelize's connection errors
- * (refused, timed out, pool acquire timeout; not a server's refusal such as an unknown
- * database or a wrong password), SQLSTATE class 08, 57P01-57P03, 57P05 and 53300, or a
- * connection node-postgres lost mid-query (reset, refused, timed out, closed). Such a failure is temporary: answer 503, retry later.
+ * (refused, timed out, pool acquire timeout, a standby reached: {@link StandbyReachedError};
+ * not a server's refusal such as an unknown database or a wrong password), SQLSTATE class
+ * 08, 57P01-57P03, 57P05, 53300 and 25006 (read-only), or a connection node-postgres lost
+ * mid-query (reset, refused, timed out, closed). Such a failure is temporary: answer 503,
+ * retry later.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   let current: unknown = error;
@@ -54,6 +59,29 @@ export function isOutcomeUnknown(error: unknown): boolean {
     current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
   }
   return false;
+}
+
+/**
+ * Whether a connection on which a statement failed with `error` (node-postgres' own error)
+ * must leave the pool: no SQLSTATE (reset, read timeout: it may be mid-protocol), a FATAL or
+ * PANIC one (the server closes it next), or an outage SQLSTATE (25006: its server is read-only
+ * now; a new connection reaches whatever the address points to after a failover).
+ */
+export function spoilsConnection(error: unknown): boolean {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  return !SQLSTATE.test(String(code)) || severity === 'FATAL' || severity === 'PANIC' || isUnavailableSqlState(code);
+}
+
+/**
+ * A primary's new connection reached a standby (`pg_is_in_recovery()` true): the address does
+ * not point at the primary yet, during a failover. The connection was closed; inside
+ * Sequelize's ConnectionError, an outage to {@link isDatabaseUnavailable}.
+ */
+export class StandbyReachedError extends Error {
+  constructor() {
+    super('the server at DATABASE_URL is a standby (pg_is_in_recovery() is true), not the primary');
+    this.name = 'StandbyReachedError';
+  }
 }
 
 function isUnavailableSqlState(code: unknown): boolean {

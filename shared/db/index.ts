@@ -1,4 +1,5 @@
-import { ConnectionError, Sequelize } from 'sequelize';
+import { Sequelize } from 'sequelize';
+import { destroySpoiledOnRelease, prepareConnection } from './connection-setup';
 import { IdempotencyKey } from './models/idempotency-key';
 import { Post } from './models/post';
 import { ServiceKey } from './models/service-key';
@@ -26,14 +27,14 @@ export interface Models {
   IdempotencyKey: typeof IdempotencyKey;
 }
 
-export { isDatabaseUnavailable, isOutcomeUnknown } from './errors';
+export { isDatabaseUnavailable, isOutcomeUnknown, StandbyReachedError } from './errors';
 
 // While PostgreSQL is unreachable a request must fail within seconds (503, DESIGN §6), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.
 /** Bound of one new connection's TCP and start-up handshake, ms. */
 const CONNECT_TIMEOUT_MS = 10_000;
-/** Bound of the wait for a pooled connection, ms (includes connecting). */
-const POOL_ACQUIRE_TIMEOUT_MS = 15_000;
+/** Bound of the wait for a pooled connection beyond one connect, ms (15 s in all by default). */
+const POOL_WAIT_BEYOND_CONNECT_MS = 5_000;
 
 export interface Database {
   sequelize: Sequelize;
@@ -48,6 +49,13 @@ export interface DatabaseOptions {
   poolMax?: number;
   /** Receives each SQL statement; default: no SQL logging. */
   logging?: (sql: string) => void;
+  /**
+   * A read replica's pool (DESIGN §13): its connections are to a standby by design, so they are
+   * kept (a primary's pool closes them as an outage). Default false.
+   */
+  acceptStandby?: boolean;
+  /** Bound of one new connection's handshake and set-up, ms; default 10,000. The pool waits this plus 5 s at most. */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -63,33 +71,19 @@ export interface DatabaseOptions {
  *   to fail fast at start
  */
 export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   const sequelize = new Sequelize(url, {
     dialect: 'postgres',
     logging: options.logging ?? false,
-    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: POOL_ACQUIRE_TIMEOUT_MS },
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: connectTimeoutMs + POOL_WAIT_BEYOND_CONNECT_MS },
     // keepAlive: a PostgreSQL host that vanished is noticed on idle connections too.
-    dialectOptions: { connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true },
+    dialectOptions: { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true },
     define: { underscored: true },
     hooks: {
-      // The hot statements (claim, record, outbox marks, creates) are prepared once per connection
-      // and name a day partition by parameter (DESIGN §3). PostgreSQL would re-plan each of them at
-      // every execution: a custom plan that prunes the other days at plan time looks far cheaper
-      // than the generic one, which prunes them at start-up. Planning then cost more than running
-      // (0.77 ms against 0.34 ms for the claim). A generic plan is planned once per connection.
-      // A SET, not a start-up option: connection poolers refuse unknown start-up parameters. A
-      // connection that cannot take it (the server went away meanwhile) is no connection: it is
-      // closed and reported as Sequelize's ConnectionError, which callers read as an outage.
-      afterConnect: async (connection) => {
-        const client = connection as unknown as { query(query: { text: string; query_timeout: number }): Promise<unknown>; end(): Promise<void> };
-        try {
-          await client.query({ text: 'SET plan_cache_mode = force_generic_plan', query_timeout: CONNECT_TIMEOUT_MS });
-        } catch (error) {
-          client.end().catch(() => undefined);
-          throw new ConnectionError(error instanceof Error ? error : new Error(String(error)));
-        }
-      },
+      afterConnect: (connection) => prepareConnection(connection, options.acceptStandby ?? false, connectTimeoutMs),
     },
   });
+  destroySpoiledOnRelease(sequelize);
   const models: Models = {
     User: class extends User {}.initModel(sequelize),
     Post: class extends Post {}.initModel(sequelize),

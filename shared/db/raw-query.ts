@@ -18,11 +18,6 @@ export interface RawConnection {
   query<R extends object>(statement: RawStatement): Promise<R[]>;
 }
 
-const SQLSTATE = /^[0-9A-Z]{5}$/;
-
-/** The connection Sequelize's pool hands out for postgres: a node-postgres client it can mark broken. */
-type PooledClient = ClientBase & { _invalid?: boolean };
-
 /**
  * Runs `work` on one connection borrowed from Sequelize's own pool (the primary's, should
  * replication ever be configured) and gives it back after,
@@ -33,14 +28,15 @@ type PooledClient = ClientBase & { _invalid?: boolean };
  * Errors keep the shapes callers test with `isDatabaseUnavailable`: no connection (refused,
  * pool acquire timeout) is Sequelize's `ConnectionError`, as from `sequelize.query`; a failed
  * statement is a Sequelize `DatabaseError` whose `parent` is node-postgres' error (its
- * SQLSTATE in `parent.code`; none when the connection was lost mid-query, which also marks
- * the connection broken so the pool drops it instead of lending it again).
+ * SQLSTATE in `parent.code`; none when the connection was lost mid-query). A connection that
+ * failed so (lost, FATAL, read-only: shared/db/errors.ts `spoilsConnection`) is marked as it
+ * fails (shared/db/connection-setup.ts), so giving it back closes it.
  *
  * No transaction is opened: one statement is atomic on its own; for several, send BEGIN and
  * COMMIT yourself (and ROLLBACK on failure) inside `work`.
  */
 export async function withRawConnection<T>(sequelize: Sequelize, work: (connection: RawConnection) => Promise<T>): Promise<T> {
-  const client = (await sequelize.connectionManager.getConnection({ type: 'write' })) as unknown as PooledClient;
+  const client = (await sequelize.connectionManager.getConnection({ type: 'write' })) as unknown as ClientBase;
   try {
     return await work({ query: (statement) => runOn(client, statement) });
   } finally {
@@ -58,17 +54,11 @@ export async function rawQuery<R extends object>(sequelize: Sequelize, statement
   return withRawConnection(sequelize, (connection) => connection.query<R>(statement));
 }
 
-async function runOn<R extends object>(client: PooledClient, statement: RawStatement): Promise<R[]> {
+async function runOn<R extends object>(client: ClientBase, statement: RawStatement): Promise<R[]> {
   try {
     return (await client.query<R>(statement as QueryConfig)).rows;
   } catch (error) {
     const failure = error instanceof Error ? error : new Error(String(error));
-    // A statement's error carries a SQLSTATE and leaves the connection usable. A FATAL one
-    // (terminated by an administrator, a shutdown) is followed by the server closing it, and
-    // an error without SQLSTATE (reset, read timeout) may have left it mid-protocol: either
-    // way the pool must not lend it again, even before node-postgres reports its end.
-    const { code, severity } = failure as { code?: unknown; severity?: unknown };
-    if (!SQLSTATE.test(String(code)) || severity === 'FATAL' || severity === 'PANIC') client._invalid = true;
     Object.assign(failure, { sql: statement.text, parameters: statement.values ?? [] });
     throw new DatabaseError(failure as ConstructorParameters<typeof DatabaseError>[0]);
   }

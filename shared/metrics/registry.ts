@@ -38,6 +38,12 @@ export interface Metrics {
    * time; no series without Sentinels or while disconnected.
    */
   redisPrimary: Gauge<'address'>;
+  /**
+   * Reads the replica did not serve although asked to (DESIGN §13), by reason: unreachable,
+   * lagging (more than REPLICA_MAX_LAG_S behind), error (a query failed there); the primary
+   * answered them (api).
+   */
+  dbReplicaSkipped: Counter<'reason'>;
 }
 
 /**
@@ -108,6 +114,12 @@ export function createMetrics(service: string): Metrics {
       name: 'redis_primary',
       help: 'The Redis primary in use behind Sentinels: 1 on its address',
       labelNames: ['address'],
+      registers,
+    }),
+    dbReplicaSkipped: new Counter({
+      name: 'db_replica_skipped_total',
+      help: 'Reads the read replica did not serve (the primary did), by reason: unreachable, lagging, error',
+      labelNames: ['reason'],
       registers,
     }),
   };

@@ -1,5 +1,5 @@
 import { ConnectionError, DatabaseError } from 'sequelize';
-import { isDatabaseUnavailable } from '../../shared/db';
+import { isDatabaseUnavailable, StandbyReachedError } from '../../shared/db';
 import { postponesAttempt } from '../../services/webhook-worker/src/delivery-store';
 
 /** A statement's failure as Sequelize and the raw-query helper report it: node-postgres' error inside a DatabaseError. */
@@ -18,6 +18,8 @@ describe('database errors: an outage or a bad statement', () => {
     ['a connection closed mid-query', statementError('Client has encountered a connection error and is not queryable')],
     ['an idle session ended by the server', statementError('terminating connection due to idle-session timeout', '57P05')],
     ['a shutdown', statementError('terminating connection due to administrator command', '57P01')],
+    ['a write reaching a standby (read-only transaction)', statementError('cannot execute INSERT in a read-only transaction', '25006')],
+    ['a new connection reaching a standby', new ConnectionError(new StandbyReachedError())],
     ['connection refused', connectError('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')],
   ])('when %s, then PostgreSQL counts as away: the api answers 503 and the worker postpones', (_, error) => {
     expect(isDatabaseUnavailable(error)).toBe(true);

@@ -30,14 +30,21 @@ export interface TcpProxy {
    * client closes it. Once per call.
    */
   loseCommitAnswer(marker: string, then: 'drop' | 'hang'): void;
+  /**
+   * Points the address at another port of the target's host, as a DNS name or a virtual IP
+   * moved to a promoted standby: open connections are dropped (their clients see a reset) and
+   * new ones reach the new target. A cut stays a cut.
+   */
+  retarget(port: number): void;
   close(): Promise<void>;
 }
 
 /**
- * Starts a forwarder from a free port on 127.0.0.1 to `target`, for tests that must make
+ * Starts a forwarder from a free port on 127.0.0.1 to `initialTarget`, for tests that must make
  * a real server unreachable without stopping it (PostgreSQL here is shared by every test).
  */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export async function startTcpProxy(initialTarget: { host: string; port: number }): Promise<TcpProxy> {
+  let target = initialTarget;
   const sockets = new Set<net.Socket>();
   let mode: 'forward' | 'hang' = 'forward';
   let holding = false;
@@ -113,6 +120,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     loseCommitAnswer(marker, then) {
       commitLoss = { marker: Buffer.from(marker, 'utf8'), then };
+    },
+    retarget(port) {
+      target = { host: target.host, port };
+      dropAll();
     },
     release() {
       holding = false;

@@ -19,6 +19,7 @@ import { adminQueuesPlugin } from './plugins/admin-queues';
 import { createCachedCredentialStore } from './plugins/credential-cache';
 import { createCredentialStore } from './plugins/credential-store';
 import { dashboardPlugin } from './plugins/dashboard';
+import { listReaderPlugin } from './plugins/list-reader';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -101,6 +102,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.setNotFoundHandler((_request, reply) => reply.code(404).send(layout.errorBody(404, 'Not found.')));
   app.register(databasePlugin, { database });
   app.register(redisPlugin, { redis });
+  app.register(listReaderPlugin, { config, primary: database, metrics });
   app.addHook('onReady', async () => {
     outbox.startRelay();
     // DESIGN §3: every process makes the day partitions ahead when it starts. A database that
@@ -165,6 +167,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
       async (scope) => {
         await scope.register(operationsRoutes, {
           db: database,
+          lists: scope.listReader,
           queue,
           readCircuit: (endpointId) => readCircuit(redis, config, endpointId),
           retentionDays: config.webhookRetentionDays,

@@ -25,8 +25,8 @@ export const DATABASE_RETRY_AFTER_S = 5;
 const OUTAGE_WARNING_INTERVAL_MS = 10_000;
 
 /**
- * The one error handler, parameterised by the layout's shape. PostgreSQL unreachable
- * (anywhere, the auth hooks included): 503 `Service temporarily unavailable.` with
+ * The one error handler, parameterised by the layout's shape. PostgreSQL unreachable, or a
+ * standby answering during a failover (anywhere, the auth hooks included; DESIGN §13): 503 `Service temporarily unavailable.` with
  * `Retry-After: 5` (DESIGN §6). 4xx errors, and ApiErrors of any status (their messages are
  * client-safe by construction), keep their status and message; anything else is logged
  * with its stack and answered 500 without its message.
@@ -38,7 +38,7 @@ export function createErrorHandler(body: ErrorBody) {
       const now = Date.now();
       if (now - lastOutageWarning >= OUTAGE_WARNING_INTERVAL_MS) {
         lastOutageWarning = now;
-        request.log.warn({ reason: error.message }, 'PostgreSQL unreachable (DATABASE_URL): answering 503');
+        request.log.warn({ reason: error.message }, 'PostgreSQL unreachable or not the primary (DATABASE_URL): answering 503');
       } else {
         request.log.debug({ reason: error.message }, 'PostgreSQL unreachable: answering 503');
       }

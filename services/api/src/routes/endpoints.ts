@@ -15,6 +15,7 @@ import {
 } from '../../../../shared/operations';
 import type { WebhookQueue } from '../../../../shared/queue';
 import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
+import type { ListReader } from '../plugins/list-reader';
 import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
 import {
@@ -41,6 +42,8 @@ import { StatsQuery, endpointStatsObject, statsQuery } from './stats-schemas';
 
 export interface EndpointRoutesOptions {
   db: Database;
+  /** Where the list and the stats read (DESIGN §13). */
+  lists: ListReader;
   queue: WebhookQueue;
   /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
@@ -56,7 +59,7 @@ const TAGS = ['endpoints'];
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
  * change, delete, rotate-secret, test, recover, replay and stats (with its series for charts).
  */
-export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, queue, readCircuit, retentionDays }) => {
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, lists, queue, readCircuit, retentionDays }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleOperationsError);
   const deps = { db, queue };
@@ -108,7 +111,10 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
         response: { 200: pageOf(endpointObject), ...errorResponses(403) },
       },
     },
-    async (request) => listEndpoints(db, visibilityFor(request, 'endpoints:read'), request.query),
+    async (request) => {
+      const viewer = visibilityFor(request, 'endpoints:read');
+      return lists.read(request, (reader) => listEndpoints(reader, viewer, request.query));
+    },
   );
 
   app.get<IdParams>(
@@ -273,7 +279,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
         response: { 200: endpointStatsObject, ...errorResponses(403, 404) },
       },
     },
-    async (request) =>
-      getEndpointStats(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:read'), readCircuit, request.query.series),
+    async (request) => {
+      const [id, viewer] = [endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:read')];
+      return lists.read(request, (reader) => getEndpointStats(reader, id, viewer, readCircuit, request.query.series));
+    },
   );
 };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import { addEventType, listEventTypes } from '../../../../shared/operations';
+import type { ListReader } from '../plugins/list-reader';
 import { currentPrincipal } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
 import { handleOperationsError, serviceKeyWith } from './operations-errors';
@@ -11,9 +12,10 @@ const TAGS = ['event types'];
 
 /**
  * The event catalog of DESIGN §11 under /api/v1: `GET /event-types` for any principal,
- * `POST /event-types` for a service key with `endpoints:write` (409 for a name taken).
+ * `POST /event-types` for a service key with `endpoints:write` (409 for a name taken). The
+ * list reads where `lists` says (the replica, DESIGN §13).
  */
-export const eventTypeRoutes: FastifyPluginAsync<{ db: Database }> = async (app, { db }) => {
+export const eventTypeRoutes: FastifyPluginAsync<{ db: Database; lists: ListReader }> = async (app, { db, lists }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleOperationsError);
 
@@ -32,7 +34,7 @@ export const eventTypeRoutes: FastifyPluginAsync<{ db: Database }> = async (app,
     },
     async (request) => {
       currentPrincipal(request);
-      return { data: await listEventTypes(db) };
+      return { data: await lists.read(request, (reader) => listEventTypes(reader)) };
     },
   );
 

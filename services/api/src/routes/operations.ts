@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
+import type { ListReader } from '../plugins/list-reader';
 import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
 import type { WebhookQueue } from '../../../../shared/queue';
 import { endpointRoutes } from './endpoints';
@@ -9,6 +10,8 @@ import { webhookRoutes } from './webhooks';
 
 export interface OperationsRoutesOptions {
   db: Database;
+  /** Where lists, searches and stats read: the replica or the primary (DESIGN §13). */
+  lists: ListReader;
   queue: WebhookQueue;
   /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
@@ -18,8 +21,8 @@ export interface OperationsRoutesOptions {
 
 /** Every route of the operations API (DESIGN §11), mounted under /api/v1 in both layouts. */
 export const operationsRoutes: FastifyPluginAsync<OperationsRoutesOptions> = async (app, options) => {
-  await app.register(webhookRoutes, { db: options.db, queue: options.queue });
+  await app.register(webhookRoutes, { db: options.db, lists: options.lists, queue: options.queue });
   await app.register(endpointRoutes, options);
-  await app.register(eventTypeRoutes, { db: options.db });
-  await app.register(statsRoutes, { db: options.db });
+  await app.register(eventTypeRoutes, { db: options.db, lists: options.lists });
+  await app.register(statsRoutes, { lists: options.lists });
 };

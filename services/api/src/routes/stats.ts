@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Database } from '../../../../shared/db';
 import { getOverviewStats } from '../../../../shared/operations';
+import type { ListReader } from '../plugins/list-reader';
 import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
 import { handleOperationsError, operatorOrUser } from './operations-errors';
@@ -10,8 +10,9 @@ import { StatsQuery, overviewStatsObject, statsQuery } from './stats-schemas';
 /**
  * `GET /api/v1/stats?series=1h|24h` (DESIGN §14): the health of every endpoint the caller may
  * see, together: an operator's key with `endpoints:read` sees all endpoints, a user their own.
+ * Read where `lists` says (the replica, DESIGN §13).
  */
-export const statsRoutes: FastifyPluginAsync<{ db: Database }> = async (app, { db }) => {
+export const statsRoutes: FastifyPluginAsync<{ lists: ListReader }> = async (app, { lists }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleOperationsError);
 
@@ -27,6 +28,9 @@ export const statsRoutes: FastifyPluginAsync<{ db: Database }> = async (app, { d
         response: { 200: overviewStatsObject, ...errorResponses(403) },
       },
     },
-    async (request) => getOverviewStats(db, visibilityFor(request, 'endpoints:read'), request.query.series),
+    async (request) => {
+      const viewer = visibilityFor(request, 'endpoints:read');
+      return lists.read(request, (reader) => getOverviewStats(reader, viewer, request.query.series));
+    },
   );
 };

@@ -3,6 +3,7 @@ import type { Database } from '../../../../shared/db';
 import { getDeliveryDetails, listDeliveries, publishEvent, redeliver } from '../../../../shared/operations';
 import { DeliveryNotFoundError, WebhookQueue, enqueueWebhook } from '../../../../shared/queue';
 import { answerInCommit } from '../plugins/idempotency';
+import type { ListReader } from '../plugins/list-reader';
 import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';
 import { handleOperationsError, operatorOrUser, serviceKeyWith } from './operations-errors';
@@ -19,6 +20,8 @@ import {
 
 export interface WebhookRoutesOptions {
   db: Database;
+  /** Where the list of deliveries reads (DESIGN §13). */
+  lists: ListReader;
   queue: WebhookQueue;
 }
 
@@ -34,7 +37,7 @@ const TAGS = ['webhooks'];
  * - `POST /webhooks/:id/redeliver`: 202 `{"id"}`, one new attempt with the same webhook-id.
  * Operators need the scope named; users see only deliveries to their own endpoints.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { db, queue }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { db, lists, queue }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleOperationsError);
   const deps = { db, queue };
@@ -101,7 +104,8 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     },
     async (request) => {
       const { status, event, endpoint_id: endpointId, since, until, limit, cursor } = request.query;
-      return listDeliveries(db, visibilityFor(request, 'webhooks:read'), { status, event, endpointId, since, until, limit, cursor });
+      const viewer = visibilityFor(request, 'webhooks:read');
+      return lists.read(request, (reader) => listDeliveries(reader, viewer, { status, event, endpointId, since, until, limit, cursor }));
     },
   );
 
