@@ -235,6 +235,12 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
         log.warn({ endpointId: delivery.endpointId }, 'endpoint disabled; delivery failed without an attempt');
         return await wakeNextInLine(delivery, scope, log);
       }
+      if (delivery.body === null) {
+        // DESIGN §3: never an empty signed body in place of the event's bytes.
+        await store.failWithoutAttempt(delivery.id, 'event missing');
+        log.error('event row missing; delivery failed without an attempt');
+        return await wakeNextInLine(delivery, scope, log);
+      }
       const gateKey = gateKeyOf(delivery);
       if (leased !== gateKey) {
         if (leased) await gate.release(leased, jobId, 'neutral');
@@ -260,7 +266,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
         }
       }
       if (delivery.rateLimitPerS !== null) await startWithinLimit(rateLimiter, gateKey, jobId, delivery.rateLimitPerS);
-      const outcome = await send(delivery, log);
+      const outcome = await send(delivery, delivery.body, log);
       verdict = outcome.verdict;
       if (outcome.retryAt === null) return await wakeNextInLine(delivery, scope, log);
       // Priority is per job and kept across the delayed set: set once, on the first retry.
@@ -300,12 +306,12 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   }
 
   /**
-   * Signs, sends and records one attempt.
+   * Signs `bytes` (the delivery's body), sends and records one attempt.
    * @returns the attempt's verdict for the circuit, and when the next attempt is due (ms since the epoch) or null
    */
-  async function send(delivery: ClaimedDelivery, log: Logger): Promise<{ verdict: AttemptVerdict; retryAt: number | null }> {
+  async function send(delivery: ClaimedDelivery, bytes: string, log: Logger): Promise<{ verdict: AttemptVerdict; retryAt: number | null }> {
     let headers: Record<string, string>;
-    const body = Buffer.from(delivery.body, 'utf8');
+    const body = Buffer.from(bytes, 'utf8');
     try {
       headers = buildHeaders(delivery, body, config);
     } catch (error) {
