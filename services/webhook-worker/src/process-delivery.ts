@@ -79,6 +79,13 @@ const RATE_SLOT_EARLY_MS = 20;
  */
 const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
 /**
+ * The egress proxy refusing the worker's credentials (407) is the operator's outage: the
+ * delivery waits as long as the outage has lasted so far, at least 1 s and at most 60 s, and
+ * the error is logged at most this often per process (DESIGN §14, Egress).
+ */
+const PROXY_BACKOFF_MS = { min: 1_000, max: 60_000 };
+const PROXY_OUTAGE_LOG_EVERY_MS = 30_000;
+/**
  * A FIFO delivery waiting for the one ahead of it is parked this long: the one ahead wakes it
  * when it ends, so this only bounds the wait when that wake-up is lost (its worker killed
  * between recording and waking).
@@ -112,6 +119,8 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));
   let retriesInFlight = 0;
   let databaseDownSince: number | undefined;
+  let proxyRefusedSince: number | undefined;
+  let proxyOutageLoggedAt = 0;
 
   const between = ([low, high]: [number, number]) => low + (high - low) * random();
 
@@ -270,7 +279,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       verdict = outcome.verdict;
       if (outcome.retryAt === null) return await wakeNextInLine(delivery, scope, log);
       // Priority is per job and kept across the delayed set: set once, on the first retry.
-      if (job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
+      if (outcome.attempted && job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
       return await postpone(job, token, outcome.retryAt);
     } catch (error) {
       if (!postponesAttempt(error)) throw error;
@@ -307,9 +316,11 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
 
   /**
    * Signs `bytes` (the delivery's body), sends and records one attempt.
-   * @returns the attempt's verdict for the circuit, and when the next attempt is due (ms since the epoch) or null
+   * @returns the attempt's verdict for the circuit, when the next attempt is due (ms since the
+   *   epoch) or null, and whether an attempt was made (not when the egress proxy refused the
+   *   worker's credentials: the delivery then waits, unclaimed, without using one)
    */
-  async function send(delivery: ClaimedDelivery, bytes: string, log: Logger): Promise<{ verdict: AttemptVerdict; retryAt: number | null }> {
+  async function send(delivery: ClaimedDelivery, bytes: string, log: Logger): Promise<{ verdict: AttemptVerdict; retryAt: number | null; attempted: boolean }> {
     let headers: Record<string, string>;
     const body = Buffer.from(bytes, 'utf8');
     try {
@@ -317,11 +328,13 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     } catch (error) {
       await store.failWithoutAttempt(delivery.id, `cannot sign: ${(error as Error).message}`);
       log.error({ err: error }, 'cannot sign the delivery; failed without an attempt');
-      return { verdict: 'neutral', retryAt: null };
+      return { verdict: 'neutral', retryAt: null, attempted: false };
     }
 
     const attemptNumber = delivery.attempts + 1;
     const result = await sender.send({ url: delivery.url, method: delivery.method, body, headers });
+    if (result.proxyUnauthorized) return { verdict: 'neutral', retryAt: await waitForProxy(delivery, log), attempted: false };
+    proxyRefusedSince = undefined;
     const verdict = circuitVerdict(result);
     const decision = policy.decide(attemptNumber, result, { oneShot: delivery.oneShot });
     const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
@@ -352,7 +365,26 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     if (decision.kind === 'succeeded') log.info(fields, 'delivered');
     else if (decision.kind === 'failed') log.warn({ ...fields, error: result.error, endpointDisabled: gone }, 'delivery failed; no more attempts');
     else log.info({ ...fields, error: result.error, nextAttemptAt }, 'attempt failed; retry scheduled');
-    return { verdict, retryAt: nextAttemptAt?.getTime() ?? null };
+    return { verdict, retryAt: nextAttemptAt?.getTime() ?? null, attempted: true };
+  }
+
+  /**
+   * The egress proxy refused the worker's credentials (407): unclaims the delivery, which then
+   * waits without an attempt, and says so loudly.
+   * @returns when to try again, ms since the epoch
+   */
+  async function waitForProxy(delivery: ClaimedDelivery, log: Logger): Promise<number> {
+    await store.unclaim(delivery.id);
+    const now = Date.now();
+    proxyRefusedSince ??= now;
+    const delayMs = Math.min(PROXY_BACKOFF_MS.max, Math.max(PROXY_BACKOFF_MS.min, now - proxyRefusedSince)) * between([0.8, 1.2]);
+    const fields = { refusedForMs: now - proxyRefusedSince, delayMs: Math.round(delayMs) };
+    const message = 'egress proxy answered 407: WEBHOOK_PROXY_URL credentials refused; deliveries wait without using attempts';
+    if (now - proxyOutageLoggedAt >= PROXY_OUTAGE_LOG_EVERY_MS) {
+      proxyOutageLoggedAt = now;
+      log.error(fields, message);
+    } else log.debug(fields, message);
+    return now + delayMs;
   }
 
   return async function processDelivery(job: DeliveryJob, token?: string): Promise<void> {
