@@ -52,12 +52,13 @@ export function circuitKeys(
   prefix: string,
   gateKey: string,
   partition = 0,
-): { circuit: string; leases: string; parked: string; rate: string; starts: string; pace: string; index: string } {
+): { circuit: string; leases: string; parked: string; line: string; rate: string; starts: string; pace: string; index: string } {
   const base = partitionKeyBase(prefix, partition);
   return {
     circuit: `${base}:circuit:${gateKey}`,
     leases: `${base}:leases:${gateKey}`,
     parked: `${base}:parked:${gateKey}`,
+    line: `${base}:line:${gateKey}`,
     rate: `${base}:rate:${gateKey}`,
     starts: `${base}:rate-starts:${gateKey}`,
     pace: `${base}:rate-pace:${gateKey}`,
@@ -109,6 +110,17 @@ function stateAt(until: number, now: number): CircuitState {
   return now < until ? 'open' : 'half_open';
 }
 
+/**
+ * Where a claimed delivery stands in its endpoint's FIFO line (DESIGN §6, Ordering), which the
+ * gate records: `unordered` (an unordered endpoint's or an ad-hoc delivery), `head` (the
+ * line's head: its claim found nothing earlier unfinished) or `aside` (a redelivery, out of
+ * line: the record is left as it is).
+ */
+export type LinePlace = 'unordered' | 'head' | 'aside';
+
+/** {@link DeliveryGate.ask}'s answer for a delivery that must be claimed before it asks again. */
+export type LineDecision = { granted: false; reason: 'line' };
+
 /** What {@link DeliveryGate.acquire} decided. */
 export type GateDecision =
   /** `rateLimitPerS`: the limit whose slot the script reserved (now) for this lease, or null. */
@@ -133,6 +145,16 @@ export interface GateRelease {
 
 export interface DeliveryGate {
   /**
+   * {@link acquire} for a job that has not claimed its delivery yet (its gate key is in its
+   * data). Only the head of a FIFO endpoint's line asks the gate for a rate slot, a lease or the
+   * probe (DESIGN §6, "FIFO with a rate limit or a cap"), so for a FIFO gate key a token other
+   * than the head the gate recorded, and for a gate key whose ordering the gate does not know
+   * (nothing recorded for a day, or Redis lost it), the answer is `line` and nothing is taken:
+   * the job claims first (the claim tells), then calls {@link acquire}. An open circuit still
+   * refuses first: no job claims into it.
+   */
+  ask(gateKey: string, token: string, holdsRateSlot?: boolean): Promise<GateDecision | LineDecision>;
+  /**
    * One script: refuses while the circuit is open or its probe is in flight, else takes one
    * of the gate key's WEBHOOK_ENDPOINT_CONCURRENCY leases (TTL-based, so a dead worker's
    * lease expires by itself), marking it the probe when the circuit is half-open. A token
@@ -143,18 +165,31 @@ export interface DeliveryGate {
    * rate-limit), the same script first reserves the token's slot, unless `holdsRateSlot`: a
    * slot in the future is a `rate` refusal, without a lease.
    *
+   * The caller holds the claim of its delivery, whose place in its endpoint's line the gate
+   * records (`unordered` and `head` set the gate key's ordering; `head` names the token the head).
+   *
    * @param token - the lease holder, unique per attempt (the job id)
-   * @param holdsRateSlot - the token runs at the rate-limit slot it reserved earlier
+   * @param options - `holdsRateSlot`: the token runs at the rate-limit slot it reserved earlier
+   *   (default false); `place`: the claimed delivery's {@link LinePlace} (default `unordered`)
    */
-  acquire(gateKey: string, token: string, holdsRateSlot?: boolean): Promise<GateDecision>;
+  acquire(gateKey: string, token: string, options?: { holdsRateSlot?: boolean; place?: LinePlace }): Promise<GateDecision>;
   /**
    * One script: returns the lease and reports the attempt. `failure` (timeout, connection
    * error, 5xx, 429) counts towards opening, or reopens after a failed probe for twice as
    * long (30 s to 10 min); `success` closes the circuit; `neutral` (another 4xx, or no
    * attempt made) only returns the lease. Then, unless the circuit is open or probing, it
    * takes as many parked tokens, oldest first, as there are free leases (one while half-open).
+   *
+   * @param next - the FIFO delivery that comes next, once the token's ended: the gate records it
+   *   as the line's head, so it asks like one (none: the record stays)
    */
-  release(gateKey: string, token: string, verdict: AttemptVerdict): Promise<GateRelease>;
+  release(gateKey: string, token: string, verdict: AttemptVerdict, next?: string): Promise<GateRelease>;
+  /**
+   * Records that the gate key's deliveries form a FIFO line, whose head the gate does not know:
+   * a job it let through found an earlier delivery unfinished (the endpoint became FIFO). One
+   * MULTI.
+   */
+  markLine(gateKey: string): Promise<void>;
   /** Stops reserving rate-limit slots at acquire for the gate key (its endpoint's limit was removed). One HDEL. */
   forgetRateLimit(gateKey: string): Promise<void>;
   /** Whether `token` is still parked with the gate (a release has not woken it yet). One ZSCORE. */
@@ -176,14 +211,17 @@ export interface DeliveryGateOptions {
   parkedTtlMs?: number;
 }
 
+/** How long a gate key's line record (ordering, head) outlives its last use, ms: a day. */
+const LINE_MEMORY_MS = 86_400_000;
+
 // Redis's own clock (TIME) orders every worker's view of a circuit; replicas receive effects.
-// Each script serves a batch of leases: per lease six keys, its circuit, its lease set, its
-// parked set, its rate schedule, its log of starts and its partition's circuit index; the
-// leases of one call are handled in order, as separate calls would be.
+// Each script serves a batch of leases: per lease seven keys, its circuit, its lease set, its
+// parked set, its rate schedule, its log of starts, its partition's circuit index and its line
+// record; the leases of one call are handled in order, as separate calls would be.
 const ACQUIRE_SCRIPT = `${RESERVE_RATE_SLOT_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cap, ttl, parkedTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local cap, ttl, parkedTtl, lineTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local function park(parked, token)
   redis.call('ZADD', parked, now, token)
   redis.call('PEXPIRE', parked, parkedTtl)
@@ -195,12 +233,28 @@ local function startedInWindow(starts, limit)
   redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - 1000)
   return redis.call('ZCARD', starts) < limit + math.floor(math.ceil(limit / 10) / 2)
 end
-local function acquire(circuit, leases, parked, rate, starts, token, holdsSlot)
+-- The line record: 'fifo' ('1' or '0') and the FIFO line's 'head'. Only the head of a FIFO
+-- line goes on (place 'unclaimed' is a job that has not claimed yet); a claimed place records.
+local function inLine(line, token, place)
+  if place == 'unclaimed' then
+    local fifo, head = unpack(redis.call('HMGET', line, 'fifo', 'head'))
+    if not fifo or (fifo == '1' and head ~= token) then return false end
+  elseif place == 'unordered' then
+    redis.call('HSET', line, 'fifo', '0')
+    redis.call('HDEL', line, 'head')
+  elseif place == 'head' then
+    redis.call('HSET', line, 'fifo', '1', 'head', token)
+  end
+  redis.call('PEXPIRE', line, lineTtl)
+  return true
+end
+local function acquire(circuit, leases, parked, rate, starts, line, token, holdsSlot, place)
   redis.call('ZREM', parked, token)
   local probe = 0
   local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
+  if untilMs > 0 and now < untilMs then return {2, untilMs - now, 0} end
+  if not inLine(line, token, place) then return {5, 0, 0} end
   if untilMs > 0 then
-    if now < untilMs then return {2, untilMs - now, 0} end
     local probeUntil = tonumber(redis.call('HGET', circuit, 'probe_until') or '0')
     if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then
       park(parked, token)
@@ -228,8 +282,9 @@ local function acquire(circuit, leases, parked, rate, starts, token, holdsSlot)
   return {0, rated, probe}
 end
 local out = {}
-for i = 1, (#ARGV - 3) / 2 do
-  local decision = acquire(KEYS[6 * i - 5], KEYS[6 * i - 4], KEYS[6 * i - 3], KEYS[6 * i - 2], KEYS[6 * i - 1], ARGV[2 * i + 2], ARGV[2 * i + 3])
+for i = 1, (#ARGV - 4) / 3 do
+  local k, a = 7 * (i - 1), 4 + 3 * (i - 1)
+  local decision = acquire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 7], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   out[3 * i - 2], out[3 * i - 1], out[3 * i] = decision[1], decision[2], decision[3]
 end
 return out`;
@@ -237,7 +292,7 @@ return out`;
 const RELEASE_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local threshold, base, max, memory, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local threshold, base, max, memory, cap, lineTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 -- The parked tokens that may run now: none while open or probing, one while half-open, else
 -- one per free lease, oldest first.
 local function wake(circuit, leases, parked)
@@ -287,10 +342,14 @@ local function release(circuit, leases, index, token, verdict, member)
 end
 -- Per release: its change, the number of tokens woken, then those tokens.
 local out = {}
-for i = 1, (#ARGV - 5) / 3 do
-  local at = 5 + 3 * (i - 1)
-  local circuit, leases, parked = KEYS[6 * i - 5], KEYS[6 * i - 4], KEYS[6 * i - 3]
-  out[#out + 1] = release(circuit, leases, KEYS[6 * i], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
+for i = 1, (#ARGV - 6) / 4 do
+  local k, at = 7 * (i - 1), 6 + 4 * (i - 1)
+  local circuit, leases, parked, line = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 7]
+  out[#out + 1] = release(circuit, leases, KEYS[k + 6], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
+  if ARGV[at + 4] ~= '' then
+    redis.call('HSET', line, 'fifo', '1', 'head', ARGV[at + 4])
+    redis.call('PEXPIRE', line, lineTtl)
+  end
   local woken = wake(circuit, leases, parked)
   out[#out + 1] = #woken
   for _, woke in ipairs(woken) do out[#out + 1] = woke end
@@ -338,15 +397,15 @@ export function createDeliveryGates(
   }
   const keysOf = (gateKey: string, partition: number) => {
     const keys = circuitKeys(options.prefix, gateKey, partition);
-    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts, keys.index];
+    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts, keys.index, keys.line];
   };
   const parkedTtlMs = options.parkedTtlMs ?? 600_000;
   const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
 
-  type Acquire = { gateKey: string; partition: number; token: string; holdsRateSlot: boolean };
-  type Release = { gateKey: string; partition: number; token: string; verdict: AttemptVerdict };
+  type Acquire = { gateKey: string; partition: number; token: string; holdsRateSlot: boolean; place: LinePlace | 'unclaimed' };
+  type Release = { gateKey: string; partition: number; token: string; verdict: AttemptVerdict; next: string };
 
-  async function acquireBatch(batch: Acquire[]): Promise<Settled<GateDecision>[]> {
+  async function acquireBatch(batch: Acquire[]): Promise<Settled<GateDecision | LineDecision>[]> {
     const keys = batch.flatMap(({ gateKey, partition }) => keysOf(gateKey, partition));
     const flat = await client.webhookGateAcquire(
       keys.length,
@@ -354,13 +413,15 @@ export function createDeliveryGates(
       options.concurrency,
       options.leaseTtlMs,
       parkedTtlMs,
-      ...batch.flatMap(({ token, holdsRateSlot }) => [token, holdsRateSlot ? '1' : '0']),
+      LINE_MEMORY_MS,
+      ...batch.flatMap(({ token, holdsRateSlot, place }) => [token, holdsRateSlot ? '1' : '0', place]),
     );
     return settled(
-      batch.map((_, i): GateDecision => {
+      batch.map((_, i): GateDecision | LineDecision => {
         const [code, waitMs, third] = flat.slice(3 * i, 3 * i + 3);
         if (code === 0) return { granted: true, probe: third === 1, rateLimitPerS: waitMs > 0 ? waitMs : null };
         if (code === 4) return { granted: false, reason: 'rate', waitMs, limitPerS: third };
+        if (code === 5) return { granted: false, reason: 'line' };
         return { granted: false, reason: code === 1 ? 'cap' : code === 2 ? 'open' : 'probing', waitMs };
       }),
     );
@@ -376,7 +437,8 @@ export function createDeliveryGates(
       CIRCUIT_OPEN_MAX_MS,
       CIRCUIT_MEMORY_MS,
       options.concurrency,
-      ...batch.flatMap(({ gateKey, token, verdict }) => [token, verdict, gateKey]),
+      LINE_MEMORY_MS,
+      ...batch.flatMap(({ gateKey, token, verdict, next }) => [token, verdict, gateKey, next]),
     );
     const out: GateRelease[] = [];
     for (let at = 0; at < flat.length; ) {
@@ -396,8 +458,15 @@ export function createDeliveryGates(
     if (gate) return gate;
     const { acquires, releases } = shared ?? newBatches();
     gate = {
-      acquire: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, partition, token, holdsRateSlot }),
-      release: (gateKey, token, verdict) => releases.submit({ gateKey, partition, token, verdict }),
+      ask: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, partition, token, holdsRateSlot, place: 'unclaimed' }),
+      acquire: async (gateKey, token, { holdsRateSlot = false, place = 'unordered' } = {}) =>
+        // A claimed place never answers `line`.
+        (await acquires.submit({ gateKey, partition, token, holdsRateSlot, place })) as GateDecision,
+      release: (gateKey, token, verdict, next = '') => releases.submit({ gateKey, partition, token, verdict, next }),
+      markLine: async (gateKey) => {
+        const { line } = circuitKeys(options.prefix, gateKey, partition);
+        await redis.multi().hset(line, 'fifo', '1').pexpire(line, LINE_MEMORY_MS).exec();
+      },
       forgetRateLimit: async (gateKey) => {
         await redis.hdel(circuitKeys(options.prefix, gateKey, partition).rate, 'limit');
       },

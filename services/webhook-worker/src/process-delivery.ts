@@ -4,7 +4,7 @@ import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
 import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName, partitionOfQueueName } from '../../../shared/queue';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
-import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
+import { AttemptVerdict, DeliveryGate, GateDecision, LinePlace, gateKeyOf } from '../../../shared/queue/circuit-breaker';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/queue/rate-limit';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
@@ -155,7 +155,12 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     throw new DelayedError();
   }
 
-  async function unclaimed(job: DeliveryJob, token: string | undefined, scope: JobScope, log: Logger): Promise<void> {
+  /**
+   * The job's delivery could not be claimed: it waits its turn in its FIFO line, waits until its
+   * next attempt is due, or has finished. `passed`: the gate let it through before the claim,
+   * which for a delivery behind its line's head means the gate took the endpoint for unordered.
+   */
+  async function unclaimed(job: DeliveryJob, token: string | undefined, scope: JobScope, passed: string | undefined, log: Logger): Promise<void> {
     const state = await store.peek(job.data.deliveryId);
     if (!state) {
       log.warn('delivery not found; dropping the job');
@@ -163,6 +168,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     }
     if (state.queuedBehind) {
       log.debug('FIFO endpoint: an earlier delivery has not ended; parking the job');
+      if (passed) await scope.gate.markLine(passed).catch((error: unknown) => log.warn({ err: error }, 'could not record the FIFO line with the gate'));
       return park(job, token, scope, log);
     }
     if ((state.status === 'pending' || state.status === 'delivering') && state.nextAttemptAt) {
@@ -205,13 +211,24 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     throw new DelayedError();
   }
 
-  /** A FIFO delivery ended (succeeded or failed for good): its endpoint's next in line may go. */
-  async function wakeNextInLine(delivery: ClaimedDelivery, scope: JobScope, log: Logger): Promise<void> {
-    if (delivery.sequence === null || delivery.endpointId === null) return;
+  /**
+   * A FIFO delivery ended (succeeded or failed for good): the next in its endpoint's line, which
+   * the lease's release records as the head and which is then woken; null for none.
+   */
+  async function nextInLine(delivery: ClaimedDelivery, log: Logger): Promise<string | null> {
+    if (delivery.sequence === null || delivery.endpointId === null) return null;
     try {
-      const next = await store.nextInLine(delivery.endpointId, delivery.sequence, delivery.id);
-      // Same endpoint, so same partition, unless the count changed since: then wake looks further.
-      if (next) await options.wake([next], scope.partition);
+      return await store.nextInLine(delivery.endpointId, delivery.sequence, delivery.id);
+    } catch (error) {
+      log.warn({ err: error }, 'could not find the next FIFO delivery; it runs when its parking ends');
+      return null;
+    }
+  }
+
+  /** Wakes the next FIFO delivery; same endpoint, so same partition, unless the count changed since: then wake looks further. */
+  async function wakeNext(next: string, scope: JobScope, log: Logger): Promise<void> {
+    try {
+      await options.wake([next], scope.partition);
     } catch (error) {
       log.warn({ err: error }, 'could not wake the next FIFO delivery; it runs when its parking ends');
     }
@@ -224,16 +241,20 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     let verdict: AttemptVerdict = 'neutral';
     /** The rate limit whose slot the gate reserved for this attempt, or null. */
     let rated: number | null = null;
+    /** The FIFO delivery to wake once this one ended: its line's next. */
+    let next: string | null = null;
     try {
+      // Only the head of a FIFO line goes on here; the gate sends the others to claim first.
       if (job.data.gate) {
-        const decision = await gate.acquire(job.data.gate, jobId, holdsRateSlot(job));
-        if (!decision.granted) return await refused(job, token, scope, job.data.gate, decision);
-        leased = job.data.gate;
-        rated = decision.rateLimitPerS;
+        const decision = await gate.ask(job.data.gate, jobId, holdsRateSlot(job));
+        if (decision.granted) {
+          leased = job.data.gate;
+          rated = decision.rateLimitPerS;
+        } else if (decision.reason !== 'line') return await refused(job, token, scope, job.data.gate, decision);
       }
       const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
       databaseDownSince = undefined;
-      if (!delivery) return await unclaimed(job, token, scope, log);
+      if (!delivery) return await unclaimed(job, token, scope, leased, log);
       if (delivery.endpointDeleted && delivery.secret === null) {
         await store.failWithoutAttempt(delivery.id, 'endpoint deleted');
         log.warn('endpoint deleted; delivery failed without an attempt');
@@ -242,19 +263,21 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       if (delivery.endpointActive === false) {
         await store.failWithoutAttempt(delivery.id, 'endpoint disabled');
         log.warn({ endpointId: delivery.endpointId }, 'endpoint disabled; delivery failed without an attempt');
-        return await wakeNextInLine(delivery, scope, log);
+        next = await nextInLine(delivery, log);
+        return;
       }
       if (delivery.body === null) {
         // DESIGN §3: never an empty signed body in place of the event's bytes.
         await store.failWithoutAttempt(delivery.id, 'event missing');
         log.error('event row missing; delivery failed without an attempt');
-        return await wakeNextInLine(delivery, scope, log);
+        next = await nextInLine(delivery, log);
+        return;
       }
       const gateKey = gateKeyOf(delivery);
       if (leased !== gateKey) {
         if (leased) await gate.release(leased, jobId, 'neutral');
         leased = undefined;
-        const decision = await gate.acquire(gateKey, jobId, holdsRateSlot(job));
+        const decision = await gate.acquire(gateKey, jobId, { holdsRateSlot: holdsRateSlot(job), place: linePlace(delivery) });
         rated = decision.granted ? decision.rateLimitPerS : null;
         if (!decision.granted) {
           await store.unclaim(delivery.id);
@@ -277,7 +300,10 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       if (delivery.rateLimitPerS !== null) await startWithinLimit(rateLimiter, gateKey, jobId, delivery.rateLimitPerS);
       const outcome = await send(delivery, delivery.body, log);
       verdict = outcome.verdict;
-      if (outcome.retryAt === null) return await wakeNextInLine(delivery, scope, log);
+      if (outcome.retryAt === null) {
+        next = await nextInLine(delivery, log);
+        return;
+      }
       // Priority is per job and kept across the delayed set: set once, on the first retry.
       if (outcome.attempted && job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
       return await postpone(job, token, outcome.retryAt);
@@ -288,7 +314,9 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
       return await postpone(job, token, Date.now() + delayMs * between([0.8, 1.2]));
     } finally {
-      if (leased) await releaseLease(scope, leased, jobId, verdict, log);
+      // The release records the next as the line's head before it wakes, so it asks as the head.
+      if (leased) await releaseLease(scope, leased, jobId, verdict, next, log);
+      if (next) await wakeNext(next, scope, log);
     }
   }
 
@@ -302,9 +330,9 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     }
   }
 
-  async function releaseLease(scope: JobScope, gateKey: string, jobId: string, verdict: AttemptVerdict, log: Logger): Promise<void> {
+  async function releaseLease(scope: JobScope, gateKey: string, jobId: string, verdict: AttemptVerdict, next: string | null, log: Logger): Promise<void> {
     try {
-      const { change, woken } = await scope.gate.release(gateKey, jobId, verdict);
+      const { change, woken } = await scope.gate.release(gateKey, jobId, verdict, next ?? undefined);
       if (change !== 'none') log.warn({ gate: gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
       // Parked with this partition's gate, so by jobs of this partition.
       if (woken.length > 0) await options.wake(woken, scope.partition);
@@ -412,6 +440,12 @@ export function circuitVerdict(result: SendResult): AttemptVerdict {
   if (result.blocked) return 'neutral';
   if (statusCode === null || statusCode >= 500 || statusCode === 429) return 'failure';
   return 'neutral';
+}
+
+/** Where a claimed delivery stands in its endpoint's FIFO line, for the gate (DESIGN §6). */
+function linePlace(delivery: ClaimedDelivery): LinePlace {
+  if (delivery.sequence === null) return 'unordered';
+  return delivery.oneShot ? 'aside' : 'head';
 }
 
 /**
