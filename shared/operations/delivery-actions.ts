@@ -10,7 +10,7 @@ import {
   redeliverWebhook,
 } from '../queue';
 import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
-import { gateKeyOf } from '../queue/circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';

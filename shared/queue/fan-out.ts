@@ -1,7 +1,7 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { serializeEnvelope } from '../webhook/signing';
-import { gateKeyOf } from './circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { EventKind, newIdAtSql, newIdSql } from './events';
 import type { DeliveryJob } from './webhook-queue';
 

@@ -3,7 +3,7 @@ import pino from 'pino';
 import type { Config } from '../../shared/config';
 import { createEgressProxy } from '../../services/webhook-worker/src/egress-proxy';
 import { createWebhookWorker } from '../../services/webhook-worker/src/worker';
-import { readCircuitState } from '../../shared/queue';
+import { readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ForwardProxy, startForwardProxy } from '../support/forward-proxy';
 import { freePort } from '../support/processes';

@@ -1,5 +1,5 @@
 import type { Config } from '../../shared/config';
-import { createDeliveryGate, createEndpointRateLimiter } from '../../shared/queue';
+import { createDeliveryGate, createEndpointRateLimiter } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';

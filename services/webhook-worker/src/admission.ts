@@ -1,8 +1,8 @@
 import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import { DEFERRED_PRIORITY } from '../../../shared/queue';
-import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
-import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/queue/rate-limit';
+import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/endpoint-gate';
+import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/endpoint-gate';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { linePlace } from './fifo-line';
 import { DeliveryJob, between, jobIdOf, postpone } from './job-moves';

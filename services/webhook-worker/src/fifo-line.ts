@@ -1,6 +1,6 @@
 import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
-import type { LinePlace } from '../../../shared/queue/circuit-breaker';
+import type { LinePlace } from '../../../shared/endpoint-gate';
 import type { JobScope } from './admission';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { DeliveryJob, postpone } from './job-moves';

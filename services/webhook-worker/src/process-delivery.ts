@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
 import { RETRY_PRIORITY, partitionOfQueueName } from '../../../shared/queue';
-import type { AttemptVerdict } from '../../../shared/queue/circuit-breaker';
+import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import { JobScope, Lease, PartitionGates, createAdmission } from './admission';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import { createFifoLine } from './fifo-line';

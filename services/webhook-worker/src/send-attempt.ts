@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
-import type { AttemptVerdict } from '../../../shared/queue/circuit-breaker';
+import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
 import { between } from './job-moves';

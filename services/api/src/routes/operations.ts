@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
-import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
+import type { CircuitState } from '../../../../shared/endpoint-gate';
 import type { WebhookQueue } from '../../../../shared/queue';
 import { endpointRoutes } from './endpoints';
 import { eventTypeRoutes } from './event-types';

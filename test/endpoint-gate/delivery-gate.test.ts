@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { CIRCUIT_OPEN_BASE_MS, DeliveryGate, createDeliveryGate, gateKeyOf, listOpenCircuits, readCircuitState } from '../../shared/queue';
+import { CIRCUIT_OPEN_BASE_MS, DeliveryGate, createDeliveryGate, gateKeyOf, listOpenCircuits, readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
