@@ -3,13 +3,15 @@
 // the last build, so `npm run users -- ...` answers at once when nothing changed.
 // Plain JS: it runs before any build.
 const { spawnSync } = require('node:child_process');
-const { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } = require('node:fs');
+const { copyFileSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
 /** What tsconfig.build.json compiles, and the files that change how it compiles. */
 const SOURCE_DIRS = ['shared', 'services', 'scripts', 'bench'];
 const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+/** Files tsc does not emit that the built code reads beside itself (the endpoint gate's Lua scripts): copied into dist/. */
+const ASSETS = /\.lua$/;
 /** Written after each successful build; its mtime is the build's time. */
 const STAMP = path.join('dist', '.build-stamp');
 
@@ -38,8 +40,23 @@ function mtime(file) {
   }
 }
 
+/** Every file under `dir` whose name matches `pattern`, as paths relative to `root`. */
+function filesIn(root, dir, pattern) {
+  let entries;
+  try {
+    entries = readdirSync(path.join(root, dir), { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries.flatMap((entry) => {
+    const relative = path.join(dir, entry.name);
+    if (entry.isDirectory()) return filesIn(root, relative, pattern);
+    return pattern.test(entry.name) ? [relative] : [];
+  });
+}
+
 /**
- * Whether the build under `root` is out of date: no stamp yet, or a source (.ts/.json under
+ * Whether the build under `root` is out of date: no stamp yet, or a source (.ts/.json/.lua under
  * shared, services, scripts, bench, or a tsconfig/package file) modified after the stamp.
  * Never where there are no sources to build from (a container image).
  *
@@ -49,18 +66,27 @@ function mtime(file) {
 function needsBuild(root) {
   // No TypeScript sources (the container image ships dist/ only): nothing to build from.
   if (Math.max(...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir), /\.ts$/))) === 0) return false;
-  const newestSource = Math.max(...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir), /\.(ts|json)$/)));
+  const newestSource = Math.max(...SOURCE_DIRS.map((dir) => newestIn(path.join(root, dir), /\.(ts|json|lua)$/)));
   const built = mtime(path.join(root, STAMP));
   if (built === 0) return true;
   return Math.max(newestSource, ...SOURCE_FILES.map((file) => mtime(path.join(root, file)))) > built;
 }
 
-/** Compiles with tsc (incremental) and stamps the build; exits 1 when tsc fails. */
+/** Copies the assets (ASSETS) of the source directories to the same paths under dist/. */
+function copyAssets(root) {
+  for (const file of SOURCE_DIRS.flatMap((dir) => filesIn(root, dir, ASSETS))) {
+    mkdirSync(path.join(root, 'dist', path.dirname(file)), { recursive: true });
+    copyFileSync(path.join(root, file), path.join(root, 'dist', file));
+  }
+}
+
+/** Compiles with tsc (incremental), copies the assets and stamps the build; exits 1 when tsc fails. */
 function build(root) {
   const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
   const started = Date.now();
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(1);
+  copyAssets(root);
   mkdirSync(path.join(root, 'dist'), { recursive: true });
   // The time the build started: a file saved while tsc ran counts as newer next time.
   writeFileSync(path.join(root, STAMP), '');
@@ -84,4 +110,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { needsBuild, STAMP };
+module.exports = { needsBuild, copyAssets, STAMP };

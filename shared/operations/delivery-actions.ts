@@ -12,7 +12,7 @@ import {
 } from '../queue';
 import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
 import { eventDataOf } from '../deliveries/event-data';
-import { gateKeyOf } from '../queue/circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';

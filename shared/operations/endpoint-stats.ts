@@ -1,6 +1,6 @@
 import { QueryTypes } from 'sequelize';
 import type { Database } from '../db';
-import type { CircuitState } from '../queue/circuit-breaker';
+import type { CircuitState } from '../endpoint-gate';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointNotFoundError } from './errors';
 import type { Viewer } from './viewer';

@@ -1,6 +1,6 @@
 import { QueryTypes, Transaction } from 'sequelize';
 import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
-import { gateKeyOf } from '../queue/circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate';
 import { newIdSql } from '../queue/events';
 import { receivesEvent } from '../deliveries/subscription';
 import { findVisibleEndpoint } from './endpoints';

@@ -7,7 +7,7 @@ import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
 import { insertSingleDelivery } from './events';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
-import { gateKeyOf } from './circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
 
 /** Methods a queued webhook may use; each carries the signed body. */
@@ -205,7 +205,7 @@ const REMOVE_BATCH = 200;
  * exists is a no-op in BullMQ, so the old one goes first (one kept in a partition the count
  * used before blocks nothing).
  *
- * @param jobs - the deliveries with their gate keys (circuit-breaker.ts `gateKeyOf`)
+ * @param jobs - the deliveries with their gate keys (shared/endpoint-gate `gateKeyOf`)
  * @throws QueueUnavailableError when Redis is away or fails
  */
 export async function addOneShotJobs(queue: WebhookQueue, jobs: readonly { deliveryId: string; gate: string }[]): Promise<void> {

@@ -3,7 +3,7 @@ import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } fro
 import { eventEnvelope } from '../deliveries/event-data';
 import { receivesEvent } from '../deliveries/subscription';
 import { serializeEnvelope } from '../webhook/signing';
-import { gateKeyOf } from './circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { EventKind, newIdAtSql, newIdSql } from './events';
 import type { DeliveryJob } from './webhook-queue';
 

@@ -4,5 +4,3 @@ export * from './fan-out';
 export * from './outbox';
 export * from './partitions';
 export * from './webhook-queue';
-export * from './circuit-breaker';
-export * from './rate-limit';

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../redis';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
-import { gateKeyOf } from './circuit-breaker';
+import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
 import { insertEventDeliveryJobs } from './fan-out';
 import { currentPartitions, partitionKeyBase } from './partitions';

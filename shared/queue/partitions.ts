@@ -30,7 +30,7 @@ function fnv1a(text: string): number {
 
 /**
  * The partition a delivery goes to: 0 with one partition, else 1 + a stable hash of its gate
- * key (circuit-breaker.ts `gateKeyOf`: `e:<endpoint id>`, ad-hoc `o:<origin>`) modulo `count`,
+ * key (shared/endpoint-gate `gateKeyOf`: `e:<endpoint id>`, ad-hoc `o:<origin>`) modulo `count`,
  * so every delivery to one endpoint shares a partition, and the endpoint's keys with it.
  *
  * @param count - WEBHOOK_QUEUE_PARTITIONS, 1..64
@@ -59,7 +59,7 @@ export function partitionOfQueueName(name: string): number {
 
 /**
  * What every key of a partition starts with, as BullMQ spells it: `<prefix>:<queue name>`
- * (`pw:webhooks`, `pw:{webhooks-3}`). The endpoint keys of circuit-breaker.ts hang off it.
+ * (`pw:webhooks`, `pw:{webhooks-3}`). The endpoint gate's keys (shared/endpoint-gate) hang off it.
  */
 export function partitionKeyBase(prefix: string, partition: number): string {
   return `${prefix}:${partitionQueueName(partition)}`;

@@ -92,7 +92,7 @@ export interface DeliveryJob {
   /** The delivery already made an attempt: it queues behind first attempts (worker RETRY_PRIORITY). */
   retry?: boolean;
   /**
-   * The delivery's gate key (circuit-breaker.ts `gateKeyOf`); it picks the partition, so it is
+   * The delivery's gate key (shared/endpoint-gate `gateKeyOf`); it picks the partition, so it is
    * required once the queue has more than one (queueRecordedDeliveries looks it up when missing).
    */
   gate?: string;

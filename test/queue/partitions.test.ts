@@ -1,6 +1,5 @@
 import {
   addDeliveryJobs,
-  circuitKeys,
   createWebhookQueue,
   partitionKeyBase,
   partitionOf,
@@ -9,6 +8,7 @@ import {
   partitionRecordKey,
   partitionsToDrain,
 } from '../../shared/queue';
+import { gateKeys } from '../../shared/endpoint-gate';
 import { createRedis, RedisClient } from '../../shared/redis';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
@@ -32,8 +32,8 @@ describe('queue partitions (DESIGN §13)', () => {
 
   it('when the queue has one partition, then its keys and an endpoint gate keys are those of an unpartitioned system', () => {
     expect(partitionQueueName(0)).toBe('webhooks');
-    expect(circuitKeys('pw', 'e:7').circuit).toBe('pw:webhooks:circuit:e:7');
-    expect(circuitKeys('{pw}', 'e:7').index).toBe('{pw}:webhooks:circuits');
+    expect(gateKeys('pw', 'e:7').circuit).toBe('pw:webhooks:circuit:e:7');
+    expect(gateKeys('{pw}', 'e:7').index).toBe('{pw}:webhooks:circuits');
   });
 
   it('when the queue has several partitions, then a partition queue and its endpoint keys carry its own hash tag', () => {
@@ -41,7 +41,7 @@ describe('queue partitions (DESIGN §13)', () => {
     expect(partitionOfQueueName('{webhooks-3}')).toBe(3);
     expect(partitionOfQueueName('webhooks')).toBe(0);
     expect(partitionKeyBase('pw', 3)).toBe('pw:{webhooks-3}');
-    const keys = circuitKeys('pw', 'e:7', 3);
+    const keys = gateKeys('pw', 'e:7', 3);
     for (const key of Object.values(keys)) expect(key.startsWith('pw:{webhooks-3}:')).toBe(true);
   });
 

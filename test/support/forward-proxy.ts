@@ -24,11 +24,16 @@ export interface ForwardProxy {
  * Starts a {@link ForwardProxy}.
  *
  * @param options - `credentials` (`user:password`): the proxy then answers 407 to requests
- *   without them as Basic Proxy-Authorization (RFC 9110 §11.7.2)
+ *   without them as Basic Proxy-Authorization (RFC 9110 §11.7.2); `policy`: CONNECT targets
+ *   (`host:port`) the proxy answers with the given status and a body of its own instead of
+ *   tunnelling, as an egress policy does
  */
-export async function startForwardProxy(options: { credentials?: string } = {}): Promise<ForwardProxy> {
+export async function startForwardProxy(options: { credentials?: string; policy?: Record<string, number> } = {}): Promise<ForwardProxy> {
   const requests: ProxiedRequest[] = [];
-  const env: Record<string, string> = options.credentials ? { PROXY_CREDENTIALS: options.credentials } : {};
+  const env: Record<string, string> = {
+    ...(options.credentials ? { PROXY_CREDENTIALS: options.credentials } : {}),
+    ...(options.policy ? { PROXY_POLICY: JSON.stringify(options.policy) } : {}),
+  };
   const peer = await startPeerProcess<ProxiedRequest>('forward-proxy-process.mjs', env, (request) => requests.push(request));
   return { url: `http://127.0.0.1:${peer.port}`, port: peer.port, requests, close: () => peer.close() };
 }

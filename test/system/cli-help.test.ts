@@ -1,11 +1,15 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../support/processes';
 
 // Plain JS, loaded as it runs: `npm run users` and the others go through it.
-const { needsBuild, STAMP } = require('../../scripts/run-built.js') as { needsBuild(root: string): boolean; STAMP: string };
+const { needsBuild, copyAssets, STAMP } = require('../../scripts/run-built.js') as {
+  needsBuild(root: string): boolean;
+  copyAssets(root: string): void;
+  STAMP: string;
+};
 
 interface Run {
   code: number;
@@ -71,6 +75,17 @@ describe('scripts/run-built.js: a CLI call builds only when a source changed', (
   it('when there was never a build, then it builds', () => {
     rmSync(path.join(root, STAMP));
     expect(needsBuild(root)).toBe(true);
+  });
+
+  it('when a Lua script changed after the last build, then it builds, and the build copies it beside the compiled code', () => {
+    mkdirSync(path.join(root, 'shared/gate/lua/includes'), { recursive: true });
+    writeFileSync(path.join(root, 'shared/gate/lua/includes/now.lua'), 'return 1\n');
+    at('shared/gate/lua/includes/now.lua', 3_000);
+    at(STAMP, 2_000);
+
+    expect(needsBuild(root)).toBe(true);
+    copyAssets(root);
+    expect(readFileSync(path.join(root, 'dist/shared/gate/lua/includes/now.lua'), 'utf8')).toBe('return 1\n');
   });
 
   it('when there are no TypeScript sources (the container image), then it never builds', () => {

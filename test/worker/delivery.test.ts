@@ -202,6 +202,28 @@ describe('webhook worker: delivery', () => {
     expect(receiver.requests).toHaveLength(1);
   });
 
+  it('When a delivery\'s event row is missing, then it fails at once with "event missing" and sends nothing, not an empty signed body', async () => {
+    await addEndpoint(producer.db, `${receiver.url}/hooks`);
+    await recordEvent(producer, 'post.created', buildPostData({ pid: 1 }));
+    const [orphan] = await deliveryRows(producer.db);
+    await producer.db.sequelize.query('DELETE FROM webhook_events WHERE id = $1', { bind: [orphan.eventId] });
+    run();
+
+    // A delivery recorded after it arrives: the worker has run the orphan's job by then.
+    await recordEvent(producer, 'post.updated', buildPostData({ pid: 2 }));
+
+    const rows = await eventually(async () => {
+      const all = await deliveryRows(producer.db);
+      return all.every((row) => row.status === 'failed' || row.status === 'succeeded') && all;
+    });
+    expect(rows.map((row) => [row.event, row.status, row.attempts, row.lastError])).toEqual([
+      ['post.created', 'failed', 0, 'event missing'],
+      ['post.updated', 'succeeded', 1, null],
+    ]);
+    expect(receiver.requests.map((request) => JSON.parse(request.body.toString('utf8'))._data.pid)).toEqual([2]);
+    expect(await producer.db.models.WebhookAttempt.count({ where: { deliveryId: orphan.id } })).toBe(0);
+  });
+
   it('When every attempt fails, then the delivery ends failed after the schedule, keeping the first 2 KB of each answer', async () => {
     await addEndpoint(producer.db, `${receiver.url}/hooks`);
     receiver.setReply({ status: 500, body: 'x'.repeat(5_000) });

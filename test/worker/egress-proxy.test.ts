@@ -3,6 +3,7 @@ import pino from 'pino';
 import type { Config } from '../../shared/config';
 import { createEgressProxy } from '../../services/webhook-worker/src/egress-proxy';
 import { createWebhookWorker } from '../../services/webhook-worker/src/worker';
+import { readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ForwardProxy, startForwardProxy } from '../support/forward-proxy';
 import { freePort } from '../support/processes';
@@ -186,31 +187,108 @@ describe('webhook worker: egress proxy (WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY)', (
     }
   });
 
-  it('when the proxy refuses the credentials or is down, then the attempts record its 407 or the refused connection, never the credentials', async () => {
-    proxy = await startForwardProxy({ credentials: 'egress:another-password' });
+  it("when the proxy refuses the worker's credentials (407), then no attempt is used, the circuit stays closed, the log says so at error level, and the deliveries go once the credentials are right", async () => {
+    proxy = await startForwardProxy({ credentials: CREDENTIALS });
+    const secure = await startRecordingServer({}, { tls: TEST_TLS });
     const { log, logger } = capturedLog();
-    const runVia = (port: number) => {
-      const worker = createWebhookWorker({ config: { ...env.config, webhookProxyUrl: `http://egress:${PASSWORD}@127.0.0.1:${port}` }, db: producer.db, logger });
+    const runWith = (password: string) => {
+      const worker = createWebhookWorker({
+        config: { ...env.config, webhookBreakerFailures: 1, webhookProxyUrl: `http://egress:${password}@127.0.0.1:${proxy!.port}` },
+        db: producer.db,
+        logger,
+      });
       running = { close: async () => void (await worker.close(5_000)) };
     };
-    await addEndpoint(producer.db, `${receiver.url}/hooks/refused`);
-    runVia(proxy.port);
+    try {
+      const plain = await addEndpoint(producer.db, `${receiver.url}/hooks/plain`);
+      const tls = await addEndpoint(producer.db, `https://localhost:${secure.port}/hooks/tls`);
+      runWith('another-password');
 
-    await recordEvent(producer, 'post.created');
+      await recordEvent(producer, 'post.created');
 
-    const [refused] = await settled(1);
-    const attempts = await producer.db.models.WebhookAttempt.findAll({ where: { deliveryId: refused.id }, order: [['attemptNumber', 'ASC']] });
-    expect(refused.status).toBe('failed');
-    expect(attempts.map((attempt) => attempt.statusCode)).toEqual([407, 407]);
-    await running?.close();
+      // Each delivery asked the proxy at least twice (http in absolute form, https with CONNECT).
+      await eventually(() => ['POST', 'CONNECT'].every((method) => proxy!.requests.filter((request) => request.method === method).length >= 2), 10_000, 'retries');
+      await running?.close();
+      const waiting = await deliveryRows(producer.db);
+      expect(waiting.map((row) => [row.status, row.attempts, row.lastStatusCode, row.lastError])).toEqual([
+        ['pending', 0, null, null],
+        ['pending', 0, null, null],
+      ]);
+      expect(await producer.db.models.WebhookAttempt.count({ where: { deliveryId: waiting.map((row) => row.id) } })).toBe(0);
+      for (const endpoint of [plain, tls]) expect(await readCircuitState(producer.connection, env.redisPrefix, endpoint.id)).toBe('closed');
+      expect(log.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((line) => line.level >= 50 && /407/.test(line.msg))).not.toHaveLength(0);
 
-    runVia(await freePort());
+      runWith(PASSWORD);
+
+      const rows = await settled(2);
+      expect(rows.map((row) => [row.status, row.attempts])).toEqual([
+        ['succeeded', 1],
+        ['succeeded', 1],
+      ]);
+      expect([receiver.requests.length, secure.requests.length]).toEqual([1, 1]);
+      await expectNoCredentials(log);
+    } finally {
+      await secure.close();
+    }
+  });
+
+  it('when the proxy is down, then the attempts record the refused connection, never its address or credentials', async () => {
+    const { log, logger } = capturedLog();
+    const worker = createWebhookWorker({ config: { ...env.config, webhookProxyUrl: `http://egress:${PASSWORD}@127.0.0.1:${await freePort()}` }, db: producer.db, logger });
+    running = { close: async () => void (await worker.close(5_000)) };
+    await addEndpoint(producer.db, `${receiver.url}/hooks/unreachable`);
+
     await recordEvent(producer, 'post.updated');
 
-    const unreachable = (await settled(2)).find((row) => row.id !== refused.id);
+    const [unreachable] = await settled(1);
     expect(unreachable).toMatchObject({ status: 'failed', lastError: 'ECONNREFUSED: connect ECONNREFUSED egress proxy' });
     expect(receiver.requests).toHaveLength(0);
     await expectNoCredentials(log);
+  });
+
+  it("when the proxy's policy refuses the CONNECT (403), then the delivery fails at once with \"egress proxy refused: 403\", the circuit does not count it, and the proxy's body is not the endpoint's response", async () => {
+    const secure = await startRecordingServer({}, { tls: TEST_TLS });
+    try {
+      proxy = await startForwardProxy({ policy: { [`localhost:${secure.port}`]: 403 } });
+      const endpoint = await addEndpoint(producer.db, `https://localhost:${secure.port}/hooks/refused`);
+      run({ webhookProxyUrl: proxy.url, webhookBreakerFailures: 1 });
+
+      await recordEvent(producer, 'post.created');
+
+      const [delivery] = await settled(1);
+      expect([delivery.status, delivery.attempts, delivery.lastStatusCode, delivery.lastError]).toEqual(['failed', 1, null, 'egress proxy refused: 403']);
+      const attempts = await producer.db.models.WebhookAttempt.findAll({ where: { deliveryId: delivery.id } });
+      expect(attempts.map((attempt) => [attempt.statusCode, attempt.responseBody])).toEqual([[null, null]]);
+      expect(await readCircuitState(producer.connection, env.redisPrefix, endpoint.id)).toBe('closed');
+      expect(secure.requests).toHaveLength(0);
+    } finally {
+      await secure.close();
+    }
+  });
+
+  it.each([
+    ['502', 502],
+    ['503', 503],
+    ['504', 504],
+    ['500, as this proxy does when the target refuses the connection', null],
+  ])('when the proxy answers the CONNECT with %s, then it is the endpoint\'s connection error: retried, counted by its circuit and health, and the proxy\'s body is not stored', async (_answer, status) => {
+    const closedPort = await freePort();
+    proxy = await startForwardProxy(status === null ? {} : { policy: { [`localhost:${closedPort}`]: status } });
+    const endpoint = await addEndpoint(producer.db, `https://localhost:${closedPort}/hooks/unreachable`);
+    run({ webhookProxyUrl: proxy.url, webhookBreakerFailures: 2 });
+
+    await recordEvent(producer, 'post.created');
+
+    const [delivery] = await settled(1);
+    const error = `egress proxy could not reach the target: ${status ?? 500}`;
+    expect([delivery.status, delivery.attempts, delivery.lastStatusCode, delivery.lastError]).toEqual(['failed', 2, null, error]);
+    const attempts = await producer.db.models.WebhookAttempt.findAll({ where: { deliveryId: delivery.id }, order: [['attemptNumber', 'ASC']] });
+    expect(attempts.map((attempt) => [attempt.statusCode, attempt.error, attempt.responseBody])).toEqual([
+      [null, error, null],
+      [null, error, null],
+    ]);
+    expect(await readCircuitState(producer.connection, env.redisPrefix, endpoint.id)).toBe('open');
+    expect((await producer.db.models.WebhookEndpoint.findByPk(endpoint.id))?.failingSince).not.toBeNull();
   });
 
   it('when the SSRF guard is on and the target resolves to a private address, then it is refused before anything reaches the proxy', async () => {

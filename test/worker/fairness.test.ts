@@ -1,6 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { addDeliveryJobs, gateKeyOf } from '../../shared/queue';
+import { gateKeyOf } from '../../shared/endpoint-gate';
+import { addDeliveryJobs } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';

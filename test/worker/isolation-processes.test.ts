@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readCircuitState } from '../../shared/queue';
+import { readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent } from './support/harness';
 import { exited, spawnWorker } from './support/processes';

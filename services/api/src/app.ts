@@ -9,7 +9,7 @@ import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
-import { CircuitState, readCircuitState } from '../../../shared/queue/circuit-breaker';
+import { CircuitState, readCircuitState } from '../../../shared/endpoint-gate';
 import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createErrorHandler } from './error-handler';

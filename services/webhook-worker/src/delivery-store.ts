@@ -13,7 +13,8 @@ export interface ClaimedDelivery {
   endpointId: number | null;
   url: string;
   method: string;
-  body: string;
+  /** The exact bytes to send, from its event (DESIGN §3); null when that event row is missing. */
+  body: string | null;
   /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers (DESIGN §14). */
   headers: Record<string, string>;
   secret: string | null;
@@ -241,7 +242,7 @@ export function claimStatement(claims: readonly { deliveryId: string; oneShot: b
   return { ...CLAIM_BATCH, values: [ids, claims.map((claim) => claim.oneShot), ...keysOf(ids)] };
 }
 
-function toClaimedDelivery(row: ClaimRow & { body: string }): ClaimedDelivery {
+function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
   return {
     id: row.id,
     createdAt: row.created_at,
@@ -293,16 +294,16 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     });
   }
 
-  /** The bodies of events older than their claimed deliveries (replays), by a lookup of their own. */
-  async function withBodies(rows: ClaimRow[]): Promise<(ClaimRow & { body: string })[]> {
+  /** The bodies of events older than their claimed deliveries (replays), by a lookup of their own; null for an event row missing. */
+  async function withBodies(rows: ClaimRow[]): Promise<ClaimRow[]> {
     const missing = [...new Set(rows.flatMap((row) => (row.body === null && row.event_id !== null ? [row.event_id] : [])))];
-    if (missing.length === 0) return rows as (ClaimRow & { body: string })[];
+    if (missing.length === 0) return rows;
     const events = await rawQuery<{ id: string; body: string }>(sequelize, {
       text: `SELECT id, body FROM webhook_events WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
       values: [missing, ...keysOf(missing)],
     });
     const bodies = new Map(events.map((event) => [event.id, event.body]));
-    return rows.map((row) => ({ ...row, body: row.body ?? bodies.get(row.event_id ?? '') ?? '' }));
+    return rows.map((row) => ({ ...row, body: row.body ?? bodies.get(row.event_id ?? '') ?? null }));
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {

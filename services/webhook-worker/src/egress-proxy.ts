@@ -1,7 +1,8 @@
 import type http from 'node:http';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type Socket } from 'node:net';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
+import { EgressProxyAnswerError } from './errors';
 
 /** The operator's egress proxy (DESIGN §14: WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY). */
 export interface EgressProxyOptions {
@@ -24,7 +25,10 @@ export interface EgressProxy {
   applies(url: URL): boolean;
   /** Sends http targets to the proxy in absolute form (RFC 9112 §3.2.2). */
   httpAgent: http.Agent;
-  /** Tunnels https targets through the proxy with CONNECT (RFC 9110 §9.3.6); TLS stays end to end. */
+  /**
+   * Tunnels https targets through the proxy with CONNECT (RFC 9110 §9.3.6); TLS stays end to
+   * end. A CONNECT answered otherwise than 200 fails the request with EgressProxyAnswerError.
+   */
   httpsAgent: http.Agent;
   /** Drops both agents' pooled sockets. */
   close(): void;
@@ -41,7 +45,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const proxyUrl = new URL(options.url);
   const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, ...(options.keepAliveMsecs ? { keepAliveMsecs: options.keepAliveMsecs } : {}) };
   const httpAgent = new HttpProxyAgent(proxyUrl, agentOptions);
-  const httpsAgent = new HttpsProxyAgent(proxyUrl, agentOptions);
+  const httpsAgent = new TunnelAgent(proxyUrl, agentOptions);
   const direct = noProxyRule(options.noProxy);
   return {
     applies: (url) => !direct(url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase()),
@@ -52,6 +56,25 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       httpsAgent.destroy();
     },
   };
+}
+
+/**
+ * https-proxy-agent hands a refused CONNECT's answer to the request as if the target had sent
+ * it; this one fails the request instead, so the proxy's status and body are never taken for
+ * the endpoint's (DESIGN §14, Egress, revision 4).
+ */
+class TunnelAgent extends HttpsProxyAgent<string> {
+  override async connect(request: http.ClientRequest, options: Parameters<HttpsProxyAgent<string>['connect']>[1]): Promise<Socket> {
+    let answer: number | undefined;
+    // https-proxy-agent emits the CONNECT's answer on the request before it returns.
+    request.once('proxyConnect', (connect: { statusCode: number }) => {
+      answer = connect.statusCode;
+    });
+    const socket = await super.connect(request, options);
+    if (answer === undefined || answer === 200) return socket;
+    socket.destroy();
+    throw new EgressProxyAnswerError(answer);
+  }
 }
 
 /** True for a host WEBHOOK_NO_PROXY sends directly. */

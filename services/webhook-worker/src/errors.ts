@@ -40,3 +40,19 @@ export class DeliveryGoneError extends Error {
     this.name = 'DeliveryGoneError';
   }
 }
+
+/**
+ * The egress proxy answered a CONNECT with `statusCode` instead of 200 (RFC 9110 §9.3.6): no
+ * tunnel, so nothing reached the target and what the proxy sent is its own, not the endpoint's
+ * (DESIGN §14, Egress).
+ */
+export class EgressProxyAnswerError extends Error {
+  readonly code = 'ERR_WEBHOOK_EGRESS_PROXY_ANSWER';
+  readonly statusCode: number;
+
+  constructor(statusCode: number, options: WorkerErrorOptions = {}) {
+    super(`The egress proxy answered ${statusCode} to CONNECT.`, options);
+    this.name = 'EgressProxyAnswerError';
+    this.statusCode = statusCode;
+  }
+}

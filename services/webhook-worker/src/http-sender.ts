@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
 import { EgressProxy, createEgressProxy } from './egress-proxy';
-import { AttemptTimeoutError, BlockedTargetError } from './errors';
+import { AttemptTimeoutError, BlockedTargetError, EgressProxyAnswerError } from './errors';
 import { AttemptOutcome, parseRetryAfter } from './retry-policy';
 import { createSsrfGuard } from './ssrf-guard';
 
@@ -30,8 +30,13 @@ export interface SendResult extends AttemptOutcome {
    */
   error: string | null;
   durationMs: number;
-  /** The first 2 KB of the answer, as UTF-8 text. */
+  /** The first 2 KB of the endpoint's answer, as UTF-8 text; never the egress proxy's. */
   response: string | null;
+  /**
+   * The egress proxy refused the worker's own credentials (407): the operator's outage, not the
+   * endpoint's; nothing reached the endpoint and the attempt does not count (DESIGN §14).
+   */
+  proxyUnauthorized: boolean;
 }
 
 export interface HttpSenderOptions {
@@ -81,6 +86,11 @@ const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
  * ones in absolute form, https ones tunnelled with CONNECT. The SSRF guard then resolves and
  * checks the target itself before anything is written to the proxy, since the connection it
  * would otherwise check is the one to the proxy, which the operator chose and which is exempt.
+ * The proxy's own answers are not the endpoint's (revision 4): a 407 (to CONNECT, or to an
+ * http target in absolute form, where only 407 is surely the proxy's) is `proxyUnauthorized`;
+ * a CONNECT answered 403 is a refused target like the SSRF guard's (`blocked`); any other
+ * refused CONNECT (502, 503, 504, or this or that proxy's 500) means the target could not be
+ * reached, a connection error. None of them stores the proxy's body or status as the answer.
  */
 export function createHttpSender(options: HttpSenderOptions): HttpSender {
   const guard = createSsrfGuard(options.privateAllowlist ?? []);
@@ -118,6 +128,17 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
     retryCondition: (error) => QUICK_RETRY_CODES.has(error.code ?? ''),
   });
 
+  /** What an answer of the egress proxy itself comes to (see above); its body is dropped. */
+  function proxyAnswered(status: number, url: string, started: number): SendResult {
+    const outcome = { statusCode: null, retryAfterMs: null, timedOut: false, response: null, durationMs: elapsed(started) };
+    if (status === 407) return { ...outcome, blocked: false, proxyUnauthorized: true, error: 'egress proxy refused the worker\'s credentials: 407' };
+    if (status === 403) {
+      options.logger?.warn({ url }, 'egress proxy refused a delivery target (403)');
+      return { ...outcome, blocked: true, proxyUnauthorized: false, error: 'egress proxy refused: 403' };
+    }
+    return { ...outcome, blocked: false, proxyUnauthorized: false, error: `egress proxy could not reach the target: ${status}` };
+  }
+
   return {
     async send(request) {
       const started = performance.now();
@@ -142,11 +163,17 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
           ...(via ? { httpAgent: via.httpAgent, httpsAgent: via.httpsAgent } : {}),
         });
         statusCode = response.status;
+        if (via && statusCode === 407 && target.protocol === 'http:') {
+          await readExcerpt(response.data, 0);
+          return proxyAnswered(407, request.url, started);
+        }
         const retryAfter = response.headers['retry-after'];
         retryAfterMs = parseRetryAfter(retryAfter === undefined ? undefined : String(retryAfter));
         const excerpt = await readExcerpt(response.data, RESPONSE_EXCERPT_BYTES);
-        return { statusCode, retryAfterMs, timedOut: false, blocked: false, error: null, response: excerpt, durationMs: elapsed(started) };
+        return { statusCode, retryAfterMs, timedOut: false, blocked: false, error: null, response: excerpt, durationMs: elapsed(started), proxyUnauthorized: false };
       } catch (error) {
+        const answered = findCause(error, EgressProxyAnswerError);
+        if (answered) return proxyAnswered(answered.statusCode, request.url, started);
         const timedOut = controller.signal.aborted;
         const blocked = findCause(error, BlockedTargetError);
         if (blocked) options.logger?.warn({ url: request.url, host: blocked.host, address: blocked.address }, 'SSRF guard refused a delivery target');
@@ -158,6 +185,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
           error: timedOut ? `timeout: ${(controller.signal.reason as Error).message}` : describe(blocked ?? error, request.url, via !== undefined),
           response: null,
           durationMs: elapsed(started),
+          proxyUnauthorized: false,
         };
       } finally {
         clearTimeout(timer);

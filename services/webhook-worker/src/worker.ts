@@ -3,18 +3,15 @@ import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
+import { EndpointRateLimiter, createDeliveryGates, createEndpointRateLimiter, listOpenCircuits } from '../../../shared/endpoint-gate';
 import {
-  EndpointRateLimiter,
   Outbox,
   WebhookJobData,
   WebhookJobName,
   WebhookQueue,
-  createDeliveryGates,
-  createEndpointRateLimiter,
   createOutbox,
   createWebhookQueue,
   currentPartitions,
-  listOpenCircuits,
   partitionQueueName,
   queueRecordedDeliveries,
 } from '../../../shared/queue';

@@ -14,7 +14,7 @@ import {
   updateEndpoint,
 } from '../../../../shared/operations';
 import type { WebhookQueue } from '../../../../shared/queue';
-import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
+import type { CircuitState } from '../../../../shared/endpoint-gate';
 import type { ListReader } from '../plugins/list-reader';
 import { visibilityFor } from '../plugins/principal';
 import { joiValidatorCompiler } from '../schemas/joi-validation';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import type { ListReader } from '../plugins/list-reader';
-import type { CircuitState } from '../../../../shared/queue/circuit-breaker';
+import type { CircuitState } from '../../../../shared/endpoint-gate';
 import type { WebhookQueue } from '../../../../shared/queue';
 import { endpointRoutes } from './endpoints';
 import { eventTypeRoutes } from './event-types';

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { circuitKeys, createEndpointRateLimiter, EndpointRateLimiter } from '../../shared/queue';
+import { createEndpointRateLimiter, EndpointRateLimiter, gateKeys } from '../../shared/endpoint-gate';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -54,7 +54,7 @@ describe('endpoint rate limit: starting an attempt', () => {
     await Promise.all([worker(), worker(), worker(), worker()]);
 
     // The log of starts holds every start of that second, with Redis's own time of each.
-    const log = await redis.zrange(circuitKeys(env.redisPrefix, gateKey).starts, 0, -1, 'WITHSCORES');
+    const log = await redis.zrange(gateKeys(env.redisPrefix, gateKey).starts, 0, -1, 'WITHSCORES');
     const starts = log.filter((_, i) => i % 2 === 1).map(Number);
     expect(starts.length).toBeGreaterThanOrEqual(40);
     expect(starts.length).toBeLessThanOrEqual(52);

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { CIRCUIT_OPEN_BASE_MS, DeliveryGate, createDeliveryGate, gateKeyOf, listOpenCircuits, readCircuitState } from '../../shared/queue';
+import { CIRCUIT_OPEN_BASE_MS, DeliveryGate, createDeliveryGate, gateKeyOf, listOpenCircuits, readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
@@ -163,6 +163,35 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
     // Closed again, with job-d's lease still held: one free lease, the oldest parked job.
     expect(await gate.release(key, 'probe', 'success')).toEqual({ change: 'closed', woken: ['job-f'] });
     expect(await gate.isParked(key, 'job-g')).toBe(true);
+  });
+
+  it('When the gate does not know an endpoint\'s ordering, then a job that has not claimed is sent to claim first, and a claim tells it', async () => {
+    const key = `e:${endpoint}`;
+
+    expect(await gate.ask(key, 'job-a')).toEqual({ granted: false, reason: 'line' });
+    expect(await gate.acquire(key, 'job-a', { place: 'unordered' })).toEqual({ granted: true, probe: false, rateLimitPerS: null });
+
+    expect(await gate.ask(key, 'job-b')).toEqual({ granted: true, probe: false, rateLimitPerS: null });
+  });
+
+  it('When an endpoint is FIFO, then only its line\'s head asks the gate: the deliveries behind take no lease, no parking and no probe', async () => {
+    const key = `e:${endpoint}`;
+    expect(await gate.acquire(key, 'msg-1', { place: 'head' })).toMatchObject({ granted: true });
+    await gate.acquire(key, 'other-worker-lease', { place: 'aside' });
+
+    // At the cap: a delivery behind the head is neither refused for the cap nor parked with the gate.
+    expect(await gate.ask(key, 'msg-3')).toEqual({ granted: false, reason: 'line' });
+    expect(await gate.isParked(key, 'msg-3')).toBe(false);
+    // The head's end names the next head, which then asks like one.
+    await gate.release(key, 'msg-1', 'failure', 'msg-2');
+    await gate.release(key, 'other-worker-lease', 'failure');
+    await gate.acquire(key, 'redelivery', { place: 'aside' });
+    expect((await gate.release(key, 'redelivery', 'failure')).change).toBe('opened');
+    await elapseOpening(key);
+
+    // Half-open: the probe is the head's, never a delivery behind it.
+    expect(await gate.ask(key, 'msg-3')).toEqual({ granted: false, reason: 'line' });
+    expect(await gate.ask(key, 'msg-2')).toEqual({ granted: true, probe: true, rateLimitPerS: null });
   });
 
   it('When deliveries have no endpoint, then their gate is the URL origin', () => {

@@ -1,0 +1,138 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../../shared/config';
+import type { Metrics } from '../../../shared/metrics';
+import type { AttemptVerdict } from '../../../shared/endpoint-gate';
+import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
+import type { HttpSender, SendResult } from './http-sender';
+import { between } from './job-moves';
+import type { RetryPolicy } from './retry-policy';
+import { signDelivery } from './sign-delivery';
+
+/**
+ * The egress proxy refusing the worker's credentials (407) is the operator's outage: the
+ * delivery waits as long as the outage has lasted so far, at least 1 s and at most 60 s, and
+ * the error is logged at most this often per process (DESIGN §14, Egress).
+ */
+const PROXY_BACKOFF_MS = { min: 1_000, max: 60_000 };
+const PROXY_OUTAGE_LOG_EVERY_MS = 30_000;
+
+/** What one attempt came to, for the job. */
+export interface AttemptResult {
+  /** How it counts for the endpoint's circuit. */
+  verdict: AttemptVerdict;
+  /** When the next attempt is due (ms since the epoch), or null: the delivery ended. */
+  retryAt: number | null;
+  /** False when no attempt was made (the egress proxy refused the worker's credentials: the delivery waits, unclaimed). */
+  attempted: boolean;
+}
+
+export interface SendAttemptOptions {
+  config: Pick<Config, 'appKey' | 'webhookSalt'>;
+  store: DeliveryStore;
+  sender: HttpSender;
+  policy: RetryPolicy;
+  metrics?: Metrics;
+  /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
+  queueNotices(deliveryIds: string[]): Promise<void>;
+  /** Uniform in [0, 1); tests pin it. */
+  random: () => number;
+}
+
+/**
+ * The attempt itself (DESIGN §6, "The worker, per attempt"): signs the stored body with a
+ * fresh timestamp and the stable webhook-id, sends it, records the attempt with the
+ * delivery's new state (one statement), and counts it in the metrics. A delivery that cannot
+ * be signed fails without an attempt.
+ *
+ * @returns `(delivery, body, log)`: sends `body`, the delivery's bytes
+ * @throws the store's errors (PostgreSQL away, the delivery gone meanwhile)
+ */
+export function createSendAttempt(options: SendAttemptOptions): (delivery: ClaimedDelivery, body: string, log: Logger) => Promise<AttemptResult> {
+  const { config, store, sender, policy, metrics, random } = options;
+  let proxyRefusedSince: number | undefined;
+  let proxyOutageLoggedAt = 0;
+
+  /**
+   * The egress proxy refused the worker's credentials (407): unclaims the delivery, which then
+   * waits without an attempt, and says so loudly.
+   * @returns when to try again, ms since the epoch
+   */
+  async function waitForProxy(delivery: ClaimedDelivery, log: Logger): Promise<number> {
+    await store.unclaim(delivery.id);
+    const now = Date.now();
+    proxyRefusedSince ??= now;
+    const delayMs = Math.min(PROXY_BACKOFF_MS.max, Math.max(PROXY_BACKOFF_MS.min, now - proxyRefusedSince)) * between(random, [0.8, 1.2]);
+    const fields = { refusedForMs: now - proxyRefusedSince, delayMs: Math.round(delayMs) };
+    const message = 'egress proxy answered 407: WEBHOOK_PROXY_URL credentials refused; deliveries wait without using attempts';
+    if (now - proxyOutageLoggedAt >= PROXY_OUTAGE_LOG_EVERY_MS) {
+      proxyOutageLoggedAt = now;
+      log.error(fields, message);
+    } else log.debug(fields, message);
+    return now + delayMs;
+  }
+
+  return async function sendAttempt(delivery, bytes, log) {
+    let headers: Record<string, string>;
+    const body = Buffer.from(bytes, 'utf8');
+    try {
+      headers = signDelivery(delivery, body, config);
+    } catch (error) {
+      await store.failWithoutAttempt(delivery.id, `cannot sign: ${(error as Error).message}`);
+      log.error({ err: error }, 'cannot sign the delivery; failed without an attempt');
+      return { verdict: 'neutral', retryAt: null, attempted: false };
+    }
+
+    const attemptNumber = delivery.attempts + 1;
+    const result = await sender.send({ url: delivery.url, method: delivery.method, body, headers });
+    if (result.proxyUnauthorized) return { verdict: 'neutral', retryAt: await waitForProxy(delivery, log), attempted: false };
+    proxyRefusedSince = undefined;
+    const verdict = circuitVerdict(result);
+    const decision = policy.decide(attemptNumber, result, { oneShot: delivery.oneShot });
+    const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
+    const gone = decision.kind === 'failed' && decision.disableEndpoint && delivery.endpointId !== null;
+    const recorded = await store.recordAttempt({
+      deliveryId: delivery.id,
+      deliveryCreatedAt: delivery.createdAt,
+      attemptNumber,
+      statusCode: result.statusCode,
+      error: result.error,
+      durationMs: result.durationMs,
+      response: result.response,
+      status: decision.kind === 'retry' ? 'pending' : decision.kind,
+      nextAttemptAt,
+      endpointId: delivery.endpointId,
+      succeeded: decision.kind === 'succeeded',
+      goneReason: gone ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
+    });
+    if (recorded.disabledReason !== null) {
+      log.warn({ endpointId: delivery.endpointId, reason: recorded.disabledReason }, 'endpoint disabled');
+      metrics?.endpointsDisabled.inc();
+      if (recorded.noticeIds.length > 0) await options.queueNotices(recorded.noticeIds);
+    }
+    metrics?.deliveries.inc({ outcome: gone ? 'disabled' : decision.kind === 'retry' ? 'retried' : decision.kind });
+    metrics?.attemptDuration.observe({ status_class: statusClass(result.statusCode) }, result.durationMs / 1000);
+
+    const fields = { attempt: attemptNumber, statusCode: result.statusCode, durationMs: result.durationMs };
+    if (decision.kind === 'succeeded') log.info(fields, 'delivered');
+    else if (decision.kind === 'failed') log.warn({ ...fields, error: result.error, endpointDisabled: gone }, 'delivery failed; no more attempts');
+    else log.info({ ...fields, error: result.error, nextAttemptAt }, 'attempt failed; retry scheduled');
+    return { verdict, retryAt: nextAttemptAt?.getTime() ?? null, attempted: true };
+  };
+}
+
+/**
+ * How an attempt counts for its endpoint's circuit (DESIGN §6): a timeout, a connection
+ * error, 5xx and 429 are failures; 2xx a success; anything else (another answer, or a target
+ * the SSRF guard or the egress proxy's policy refused) says nothing about the endpoint's health.
+ */
+export function circuitVerdict(result: SendResult): AttemptVerdict {
+  const { statusCode } = result;
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) return 'success';
+  if (result.blocked) return 'neutral';
+  if (statusCode === null || statusCode >= 500 || statusCode === 429) return 'failure';
+  return 'neutral';
+}
+
+function statusClass(statusCode: number | null): string {
+  return statusCode === null ? 'error' : `${Math.floor(statusCode / 100)}xx`;
+}

@@ -1,0 +1,56 @@
+import type { RedisClient } from '../redis';
+import { partitionOf } from '../queue/partitions';
+import { gateKeys } from './gate-keys';
+
+/** A circuit's state as DESIGN §6 and the endpoint stats of §11 name it. */
+export type CircuitState = 'closed' | 'open' | 'half_open';
+
+/** The first opening lasts 30 s; each consecutive one doubles it, up to 10 min (DESIGN §6). */
+export const CIRCUIT_OPEN_BASE_MS = 30_000;
+export const CIRCUIT_OPEN_MAX_MS = 600_000;
+/** A circuit's failure count and openings are forgotten after a day without attempts. */
+export const CIRCUIT_MEMORY_MS = 86_400_000;
+
+/**
+ * Reads an endpoint's circuit without changing it: `open` until its reopening time,
+ * `half_open` from then until a probe attempt closes or reopens it, `closed` otherwise (also
+ * when Redis holds nothing for it). One HGET, in the endpoint's partition under `partitions`.
+ *
+ * @param prefix - REDIS_PREFIX (`config.redisPrefix`)
+ * @param endpointId - a webhook_endpoints id
+ * @param partitions - WEBHOOK_QUEUE_PARTITIONS; default 1
+ */
+export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, partitions = 1): Promise<CircuitState> {
+  const gateKey = `e:${endpointId}`;
+  const until = await redis.hget(gateKeys(prefix, gateKey, partitionOf(gateKey, partitions)).circuit, 'until');
+  return stateAt(Number(until ?? 0), Date.now());
+}
+
+/**
+ * Every circuit that is not closed, for the `webhook_circuit_state` metric: gate key (`e:12`,
+ * `o:https://example.com`) and state. Two commands per partition over an index the scripts
+ * keep; a gate key found in several partitions (the count changed) reports its worst state.
+ *
+ * @param partitions - the partitions to read (WebhookQueue `partitions()`); default [0]
+ */
+export async function listOpenCircuits(
+  redis: RedisClient,
+  prefix: string,
+  partitions: readonly number[] = [0],
+): Promise<{ gateKey: string; state: CircuitState }[]> {
+  const now = Date.now();
+  const worst = new Map<string, number>();
+  for (const partition of partitions) {
+    const index = gateKeys(prefix, '', partition).index;
+    // A circuit whose keys expired unprobed (its endpoint gone quiet or deleted) is forgotten.
+    await redis.zremrangebyscore(index, '-inf', now - CIRCUIT_MEMORY_MS);
+    const flat = await redis.zrange(index, 0, -1, 'WITHSCORES');
+    for (let i = 0; i < flat.length; i += 2) worst.set(flat[i], Math.max(worst.get(flat[i]) ?? 0, Number(flat[i + 1])));
+  }
+  return [...worst].map(([gateKey, until]) => ({ gateKey, state: stateAt(until, now) }));
+}
+
+function stateAt(until: number, now: number): CircuitState {
+  if (!until) return 'closed';
+  return now < until ? 'open' : 'half_open';
+}

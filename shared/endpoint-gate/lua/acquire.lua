@@ -1,0 +1,109 @@
+--[[
+  Asks the endpoint gates of a batch of attempts for a lease each (DESIGN §6, isolation; §14,
+  `rate_limit_per_s`), handled in order as separate calls would be. For each attempt, in order:
+  an open circuit refuses; a FIFO line lets only its head on; a half-open circuit lets one
+  probe through; a known rate limit reserves the attempt's slot; the concurrency cap grants a
+  lease (TTL-based: a dead worker's lease expires by itself) or parks the token with the gate,
+  so the release that frees a lease wakes it.
+
+  Input, for attempt i = 0, 1, ... (six keys and three arguments each):
+    KEYS[6i + 1] the gate key's circuit (hash: until, failures, openings, probe, probe_until)
+    KEYS[6i + 2] its leases (sorted set: token by expiry, ms)
+    KEYS[6i + 3] its parked tokens (sorted set: token by parking time, ms)
+    KEYS[6i + 4] its rate schedule (hash: tat, limit; see includes/reserve-rate-slot)
+    KEYS[6i + 5] its log of starts (sorted set; see start-attempt.lua)
+    KEYS[6i + 6] its line record (hash: fifo '1' or '0', head: the FIFO line's head token)
+
+    ARGV[1] the cap (WEBHOOK_ENDPOINT_CONCURRENCY)
+    ARGV[2] a lease's TTL, ms
+    ARGV[3] a parked set's TTL, ms
+    ARGV[4] a line record's TTL, ms
+    ARGV[4 + 3i + 1] the token (the job id)
+    ARGV[4 + 3i + 2] '1' when the token holds the rate slot it reserved earlier, else '0'
+    ARGV[4 + 3i + 3] its place: 'unclaimed' (not claimed yet), or its claimed delivery's
+                     'unordered', 'head' (recorded in the line record) or 'aside'
+
+  Output, three numbers per attempt:
+    0, rate limit or 0, 1 if the probe else 0 - granted (the limit whose slot it reserved)
+    1, 0, 0             - refused for the cap; parked
+    2, ms until reopening, 0 - refused: the circuit is open
+    3, ms until the probe's lease ends, 0 - refused: the probe is in flight; parked
+    4, ms until the slot, limit - refused until the rate slot it reserved
+    5, 0, 0             - claim first: not the FIFO line's head, or the ordering is unknown
+]]
+--- @include "includes/now-ms"
+--- @include "includes/reserve-rate-slot"
+
+local now = nowMs()
+local cap, ttl, parkedTtl, lineTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+
+local function park(parked, token)
+  redis.call('ZADD', parked, now, token)
+  redis.call('PEXPIRE', parked, parkedTtl)
+end
+
+-- The attempts a rate-limited gate started in the last second (recorded as each request
+-- leaves, start-attempt.lua): a job late for its slot may still go while that second has room
+-- (the limit plus half its burst), else it takes a new slot.
+local function startedInWindow(starts, limit)
+  redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - 1000)
+  return redis.call('ZCARD', starts) < limit + math.floor(math.ceil(limit / 10) / 2)
+end
+
+-- Only the head of a FIFO line goes on (DESIGN §6, "FIFO with a rate limit or a cap"); a
+-- claimed place records what its claim showed.
+local function inLine(line, token, place)
+  if place == 'unclaimed' then
+    local fifo, head = unpack(redis.call('HMGET', line, 'fifo', 'head'))
+    if not fifo or (fifo == '1' and head ~= token) then return false end
+  elseif place == 'unordered' then
+    redis.call('HSET', line, 'fifo', '0')
+    redis.call('HDEL', line, 'head')
+  elseif place == 'head' then
+    redis.call('HSET', line, 'fifo', '1', 'head', token)
+  end
+  redis.call('PEXPIRE', line, lineTtl)
+  return true
+end
+
+local function acquire(circuit, leases, parked, rate, starts, line, token, holdsSlot, place)
+  redis.call('ZREM', parked, token)
+  local probe = 0
+  local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
+  if untilMs > 0 and now < untilMs then return {2, untilMs - now, 0} end
+  if not inLine(line, token, place) then return {5, 0, 0} end
+  if untilMs > 0 then
+    local probeUntil = tonumber(redis.call('HGET', circuit, 'probe_until') or '0')
+    if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then
+      park(parked, token)
+      return {3, probeUntil - now, 0}
+    end
+    probe = 1
+  end
+  local rated = 0
+  local limit = tonumber(redis.call('HGET', rate, 'limit') or '0')
+  if limit > 0 then
+    if holdsSlot ~= '1' or not startedInWindow(starts, limit) then
+      local wait = reserveRateSlot(rate, limit, now)
+      if wait > 0 then return {4, wait, limit} end
+    end
+    rated = limit
+  end
+  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+  if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then
+    park(parked, token)
+    return {1, 0, 0}
+  end
+  redis.call('ZADD', leases, now + ttl, token)
+  redis.call('PEXPIRE', leases, ttl)
+  if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
+  return {0, rated, probe}
+end
+
+local out = {}
+for i = 0, (#ARGV - 4) / 3 - 1 do
+  local k, a = 6 * i, 4 + 3 * i
+  local decision = acquire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+  out[3 * i + 1], out[3 * i + 2], out[3 * i + 3] = decision[1], decision[2], decision[3]
+end
+return out
