@@ -1,5 +1,7 @@
 import { ConnectionError, Sequelize } from 'sequelize';
 import { IdempotencyKey } from './models/idempotency-key';
+import { PortalLink } from './models/portal-link';
+import { PortalSession } from './models/portal-session';
 import { Post } from './models/post';
 import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
@@ -10,8 +12,9 @@ import { WebhookEventType } from './models/webhook-event-type';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { IdempotencyKey, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
+export { IdempotencyKey, PortalLink, PortalSession, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
+export type { PortalScope } from './models/portal-link';
 
 /** The model classes of one connection; see {@link createDatabase}. */
 export interface Models {
@@ -24,6 +27,8 @@ export interface Models {
   WebhookEventType: typeof WebhookEventType;
   ServiceKey: typeof ServiceKey;
   IdempotencyKey: typeof IdempotencyKey;
+  PortalLink: typeof PortalLink;
+  PortalSession: typeof PortalSession;
 }
 
 export { isDatabaseUnavailable } from './errors';
@@ -100,6 +105,8 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookEventType: class extends WebhookEventType {}.initModel(sequelize),
     ServiceKey: class extends ServiceKey {}.initModel(sequelize),
     IdempotencyKey: class extends IdempotencyKey {}.initModel(sequelize),
+    PortalLink: class extends PortalLink {}.initModel(sequelize),
+    PortalSession: class extends PortalSession {}.initModel(sequelize),
   };
   return {
     sequelize,
