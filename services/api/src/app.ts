@@ -1,5 +1,6 @@
 import fastifyStatic from '@fastify/static';
 import Fastify, { FastifyInstance } from 'fastify';
+import { publishCredentialChange } from '../../../shared/auth/credential-changes';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
 import { ensureDayPartitions } from '../../../shared/db/partitions';
@@ -29,6 +30,7 @@ import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
 import { layoutB } from './routes/layout-b';
 import { operationsRoutes } from './routes/operations';
+import { portalRoutes } from './routes/portal';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
@@ -160,6 +162,14 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
           queue,
           readCircuit: (endpointId) => readCircuit(redis, config, endpointId),
           retentionDays: config.webhookRetentionDays,
+        });
+        await scope.register(portalRoutes, {
+          sequelize: database.sequelize,
+          appUrl: config.appUrl,
+          announce: (change) => {
+            credentials.forget(change);
+            return publishCredentialChange(redis, config.redisPrefix, change);
+          },
         });
       },
       ...(deps.apiRoutes ?? []),
