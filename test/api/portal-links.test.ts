@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
+import { runKeysCli } from '../../scripts/keys-cli';
+import { processEnv } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
@@ -277,5 +279,51 @@ describe('portal links', () => {
     const statuses = [];
     for (const as of [alice.headers, alice.headers, headers, headers]) statuses.push((await limited.request({ url: '/api/v1/endpoints', headers: as })).statusCode);
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+
+  describe('npm run keys -- portal-link', () => {
+    async function keys(env: Record<string, string>, ...argv: string[]) {
+      const stdout: string[] = [];
+      const stderr: string[] = [];
+      const code = await runKeysCli(argv, { env: processEnv(harness.env, env), stdout: (line) => stdout.push(line), stderr: (line) => stderr.push(line) });
+      return { code, stdout, stderr: stderr.join('\n') };
+    }
+
+    it('when an operator mints a link on the command line, then it prints {id, url, expires_at} under APP_URL and the link opens once', async () => {
+      const { user } = await createUser(harness.db);
+      const { code, stdout } = await keys({ APP_URL: 'https://api.example.com/' }, 'portal-link', '--user-id', String(user.userId), '--scope', 'read', '--ttl-s', '120', '--session-ttl-s', '600');
+      expect(code).toBe(0);
+      const printed = JSON.parse(stdout[0]);
+      expect(Object.keys(printed).sort()).toEqual(['expires_at', 'id', 'url']);
+      expect(printed.url).toMatch(/^https:\/\/api\.example\.com\/portal#token=pl_/);
+      const [row] = await harness.db.sequelize.query<Record<string, unknown>>('SELECT scope, session_ttl_s, created_by_key_id FROM portal_links WHERE id = $1', {
+        bind: [printed.id],
+        type: QueryTypes.SELECT,
+      });
+      expect(row).toEqual({ scope: 'read', session_ttl_s: 600, created_by_key_id: null });
+      const opened = await exchange('b', tokenOf(printed.url));
+      expect(opened.json()).toMatchObject({ user_id: user.userId, scope: 'read' });
+      expect((await exchange('a', tokenOf(printed.url))).statusCode).toBe(401);
+    });
+
+    it('when APP_URL is not set, then the link points at the api\'s default address', async () => {
+      const { user } = await createUser(harness.db);
+      const { code, stdout } = await keys({}, 'portal-link', '--user-id', String(user.userId));
+      expect(code).toBe(0);
+      expect(JSON.parse(stdout[0]).url).toMatch(/^http:\/\/localhost:3000\/portal#token=pl_/);
+    });
+
+    it.each([
+      [['portal-link'], 2, '--user-id is required'],
+      [['portal-link', '--user-id', '0'], 2, '--user-id must be between 1 and 99999'],
+      [['portal-link', '--user-id', '1', '--scope', 'admin'], 2, '--scope must be manage or read'],
+      [['portal-link', '--user-id', '1', '--ttl-s', '59'], 2, '--ttl-s must be between 60 and 86400'],
+      [['portal-link', '--user-id', '1', '--session-ttl-s', '86401'], 2, '--session-ttl-s must be between 60 and 86400'],
+      [['portal-link', '--user-id', '99998'], 1, 'User 99998 not found.'],
+    ])('when it is run with %j, then it exits %i saying %j', async (argv, exit, message) => {
+      const { code, stderr, stdout } = await keys({}, ...argv);
+      expect({ code, stdout }).toEqual({ code: exit, stdout: [] });
+      expect(stderr).toContain(message);
+    });
   });
 });
