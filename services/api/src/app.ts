@@ -20,6 +20,7 @@ import { adminQueuesPlugin } from './plugins/admin-queues';
 import { createCachedCredentialStore } from './plugins/credential-cache';
 import { createCredentialStore } from './plugins/credential-store';
 import { dashboardPlugin } from './plugins/dashboard';
+import { portalPagePlugin } from './plugins/portal-page';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -59,7 +60,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
- * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, the layout at /api/v1 with the
+ * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, /portal, the layout at /api/v1 with the
  * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
@@ -123,6 +124,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.register(swaggerPlugin, { layout: config.apiLayout });
   app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) } });
   app.register(dashboardPlugin);
+  app.register(portalPagePlugin, { frameAncestors: config.portalFrameAncestors });
 
   const images = createImageStore(config.uploadDir);
   const cache = createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log });
