@@ -281,6 +281,31 @@ describe('portal links', () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
   });
 
+  it.each(['a', 'b'] as const)('when Layout %s documents its routes, then the portal routes are in /docs/json with their security, shapes and tag', async (layout) => {
+    const document = (await layouts[layout].request({ url: '/docs/json' })).json();
+    expect(document.tags).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'portal' })]));
+    expect(document.components.securitySchemes.bearerToken.description).toContain('ps_');
+    const routes: [string, string, string, number][] = [
+      ['post', '/api/v1/portal-links', 'key', 201],
+      ['get', '/api/v1/portal-links', 'key', 200],
+      ['delete', '/api/v1/portal-links/{id}', 'key', 204],
+      ['post', '/api/v1/portal-sessions', 'none', 201],
+    ];
+    for (const [method, path, security, success] of routes) {
+      const operation = document.paths[path]?.[method];
+      expect({ route: `${method} ${path}`, found: Boolean(operation) }).toEqual({ route: `${method} ${path}`, found: true });
+      expect(operation.tags).toEqual(['portal']);
+      expect(operation.security).toEqual(security === 'key' ? [{ bearerToken: [] }] : []);
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining([String(success), '400', '401', '429']));
+    }
+    expect(document.paths['/api/v1/portal-links'].post.responses['201'].content['application/json'].schema.required).toEqual(['id', 'url', 'expires_at']);
+    expect(document.paths['/api/v1/portal-links'].post.requestBody.content['application/json'].schema.properties.scope.enum).toEqual(['manage', 'read']);
+    expect(document.paths['/api/v1/portal-sessions'].post.responses['201'].content['application/json'].schema.required).toEqual(['token', 'user_id', 'scope', 'expires_at']);
+    expect(document.paths['/api/v1/portal-links'].get.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
+      expect.arrayContaining(['user_id', 'limit', 'cursor']),
+    );
+  });
+
   describe('npm run keys -- portal-link', () => {
     async function keys(env: Record<string, string>, ...argv: string[]) {
       const stdout: string[] = [];

@@ -90,10 +90,10 @@ describe('portal links in Chromium', () => {
       body: JSON.stringify({ url: 'http://127.0.0.1:9/user-sink', description: 'My sink' }),
     });
     expect(endpoint.status).toBe(201);
-    userEndpointId = (await endpoint.json()).id;
+    userEndpointId = ((await endpoint.json()) as { id: number }).id;
     const test = await fetch(`${apiUrl}/api/v1/endpoints/${userEndpointId}/test`, { method: 'POST', headers: userHeaders });
     expect(test.status).toBe(202);
-    deliveryId = (await test.json()).id;
+    deliveryId = ((await test.json()) as { id: string }).id;
 
     userDataDir = mkdtempSync(path.join(tmpdir(), 'portal-chromium-'));
     browser = await chromium.launchPersistentContext(userDataDir, {
@@ -121,7 +121,7 @@ describe('portal links in Chromium', () => {
       body: JSON.stringify({ user_id: 1, ...body }),
     });
     expect(res.status).toBe(201);
-    return res.json();
+    return (await res.json()) as { id: number; url: string };
   }
 
   const usedAt = async (linkId: number) => (await db.query('SELECT used_at FROM portal_links WHERE id = $1', [linkId])).rows[0].used_at as Date | null;
