@@ -28,10 +28,11 @@ export interface CommandResult {
 }
 
 /**
- * One command: given the arguments after its name it may check them at once (throwing
- * UsageError, before any connection is made), then returns the work to do on the database.
+ * One command: given the arguments after its name (and the environment, for a command that
+ * needs another service's view of it) it may check them at once (throwing UsageError, before
+ * any connection is made), then returns the work to do on the database.
  */
-export type DatabaseCommand = (args: string[]) => (db: Database) => Promise<CommandResult>;
+export type DatabaseCommand = (args: string[], env: NodeJS.ProcessEnv) => (db: Database) => Promise<CommandResult>;
 
 /**
  * Runs `<command> [args]` for a CLI working on PostgreSQL: `--help`, `-h` or `help` prints
@@ -59,7 +60,7 @@ export async function runDatabaseCli(
     // Own commands only: `toString` and friends are inherited by every object, not commands.
     const prepare = command !== undefined && Object.hasOwn(cli.commands, command) ? cli.commands[command] : undefined;
     if (!prepare) throw new UsageError(command ? `unknown command "${command}"` : 'missing command');
-    const work = prepare(rest);
+    const work = prepare(rest, io.env);
     const config = loadConfig(io.env, 'cli');
     const db = createDatabase(config.databaseUrl, { poolMax: 1 });
     try {

@@ -2,10 +2,11 @@ import { createRedis, RedisClient, RedisTarget } from '../redis';
 
 /**
  * A credential that changed and must no longer be trusted from any cache (DESIGN §4,
- * "Revocation"): a user whose token was rotated or revoked or who was deleted, or a service
- * key that was revoked.
+ * "Revocation"): a user whose token was rotated or revoked or who was deleted (which also
+ * ends their portal sessions), a service key that was revoked, or a portal link that was
+ * revoked, ending the session it opened (DESIGN §11).
  */
-export type CredentialChange = { kind: 'user'; userId: number } | { kind: 'service_key'; id: number };
+export type CredentialChange = { kind: 'user'; userId: number } | { kind: 'service_key'; id: number } | { kind: 'portal_link'; id: number };
 
 /** The Redis pub/sub channel of credential changes under REDIS_PREFIX: `<prefix>:credential-changes`. */
 export function credentialChangesChannel(prefix: string): string {
@@ -24,7 +25,7 @@ export function credentialChangesChannel(prefix: string): string {
  * @throws the connection's error when Redis is unreachable
  */
 export async function publishCredentialChange(redis: RedisClient, prefix: string, change: CredentialChange): Promise<number> {
-  const message = change.kind === 'user' ? { kind: 'user', userId: change.userId } : { kind: 'service_key', id: change.id };
+  const message = change.kind === 'user' ? { kind: 'user', userId: change.userId } : { kind: change.kind, id: change.id };
   return redis.publish(credentialChangesChannel(prefix), JSON.stringify(message));
 }
 
@@ -38,6 +39,7 @@ export function parseCredentialChange(message: string): CredentialChange | null 
     const value = JSON.parse(message) as { kind?: unknown; userId?: unknown; id?: unknown };
     if (value.kind === 'user' && Number.isInteger(value.userId)) return { kind: 'user', userId: value.userId as number };
     if (value.kind === 'service_key' && Number.isInteger(value.id)) return { kind: 'service_key', id: value.id as number };
+    if (value.kind === 'portal_link' && Number.isInteger(value.id)) return { kind: 'portal_link', id: value.id as number };
   } catch {
     // Not JSON: not ours.
   }

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import Joi from 'joi';
 import devDefaults from './dev-defaults.json';
+import { parseFrameAncestors } from './frame-ancestors';
 
 export type ServiceName = 'api' | 'receiver' | 'worker' | 'cli';
 export type HmacAlgo = 'sha256' | 'sha384' | 'sha512';
@@ -109,6 +110,11 @@ export interface Config {
    * partition i's keys carry the hash tag `{webhooks-<i>}` after the prefix.
    */
   webhookQueuePartitions: number;
+  /**
+   * Origins that may embed the portal page `/portal` in an iframe, beside the api's own
+   * (PORTAL_FRAME_ANCESTORS, DESIGN §11); empty: the api's own origin only.
+   */
+  portalFrameAncestors: string[];
   /** Seed the fixed development credentials even with NODE_ENV=production. */
   seedDemo: boolean;
   /** OTLP/HTTP endpoint for traces; undefined = tracing off. */
@@ -175,6 +181,7 @@ const schema = Joi.object({
   REDIS_SENTINEL_USERNAME: Joi.string(),
   REDIS_SENTINEL_TLS: Joi.boolean().default(false),
   WEBHOOK_QUEUE_PARTITIONS: Joi.number().integer().min(1).max(64).default(1),
+  PORTAL_FRAME_ANCESTORS: Joi.string().custom(parseFrameAncestors),
   SEED_DEMO: Joi.boolean().default(false),
   OTEL_EXPORTER_OTLP_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
 }).unknown(true);
@@ -289,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     redisSentinelUsername: value.REDIS_SENTINEL_USERNAME,
     redisSentinelTls: value.REDIS_SENTINEL_TLS,
     webhookQueuePartitions: partitions,
+    portalFrameAncestors: value.PORTAL_FRAME_ANCESTORS ?? [],
     seedDemo: value.SEED_DEMO,
     otelExporterOtlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,
     warnings,

@@ -1,6 +1,8 @@
 import { Sequelize } from 'sequelize';
 import { destroySpoiledOnRelease, prepareConnection } from './connection-setup';
 import { IdempotencyKey } from './models/idempotency-key';
+import { PortalLink } from './models/portal-link';
+import { PortalSession } from './models/portal-session';
 import { Post } from './models/post';
 import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
@@ -11,8 +13,9 @@ import { WebhookEventType } from './models/webhook-event-type';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
-export { IdempotencyKey, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
+export { IdempotencyKey, PortalLink, PortalSession, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
+export type { PortalScope } from './models/portal-link';
 
 /** The model classes of one connection; see {@link createDatabase}. */
 export interface Models {
@@ -25,6 +28,8 @@ export interface Models {
   WebhookEventType: typeof WebhookEventType;
   ServiceKey: typeof ServiceKey;
   IdempotencyKey: typeof IdempotencyKey;
+  PortalLink: typeof PortalLink;
+  PortalSession: typeof PortalSession;
 }
 
 export { isDatabaseUnavailable, isOutcomeUnknown, StandbyReachedError } from './errors';
@@ -94,6 +99,8 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     WebhookEventType: class extends WebhookEventType {}.initModel(sequelize),
     ServiceKey: class extends ServiceKey {}.initModel(sequelize),
     IdempotencyKey: class extends IdempotencyKey {}.initModel(sequelize),
+    PortalLink: class extends PortalLink {}.initModel(sequelize),
+    PortalSession: class extends PortalSession {}.initModel(sequelize),
   };
   return {
     sequelize,

@@ -99,6 +99,23 @@ describe('the typed client against the api', () => {
     await expect(client.getEndpoint(created.id)).rejects.toMatchObject({ status: 404 });
   });
 
+  it('when a service mints, lists and revokes a portal link, then each call answers typed data and the session works until the revoke', async () => {
+    const client = clientOf('a');
+    const [{ user_id: userId }] = (await db.query<{ user_id: number }>(`INSERT INTO users (user_name, user_email) VALUES ('portal', 'portal-client@example.com') RETURNING user_id`)).rows;
+    const link = await client.createPortalLink({ user_id: userId, scope: 'read', ttl_s: 600 });
+    expect(link.url).toMatch(/\/portal#token=pl_/);
+    const page = await clientOf('b').listPortalLinks({ user_id: userId });
+    expect(page.data).toEqual([expect.objectContaining({ id: link.id, scope: 'read', used_at: null, revoked_at: null })]);
+
+    const opened = await client.api.POST('/api/v1/portal-sessions', { body: { token: new URL(link.url).hash.slice('#token='.length) } });
+    // The process that revokes forgets the session at once; others within 1 s (test/api/portal-revocation.test.ts).
+    const portal = createWebhooksClient({ baseUrl: `http://127.0.0.1:${apis.get('a')!.port}`, token: opened.data!.token });
+    expect((await portal.listEndpoints()).data).toEqual([]);
+    await client.revokePortalLink(link.id);
+    await expect(portal.listEndpoints()).rejects.toMatchObject({ status: 401 });
+    await expect(client.revokePortalLink(2_147_483_000)).rejects.toMatchObject({ name: 'WebhooksApiError', status: 404 });
+  });
+
   it('when the api refuses a call, then the client throws a WebhooksApiError with the status and the api message', async () => {
     const client = clientOf('a');
     const refused = await client.sendWebhook({ url: 'not a url', event: 'order.paid', payload: {}, secret: SECRET }).catch((error: unknown) => error);

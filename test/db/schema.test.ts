@@ -16,7 +16,7 @@ describe('database schema', () => {
     await env.cleanup();
   });
 
-  it.each(['User', 'Post', 'WebhookEndpoint', 'WebhookDelivery', 'WebhookAttempt', 'WebhookInbox', 'ServiceKey', 'WebhookEventType', 'IdempotencyKey'] as const)(
+  it.each(['User', 'Post', 'WebhookEndpoint', 'WebhookDelivery', 'WebhookAttempt', 'WebhookInbox', 'ServiceKey', 'WebhookEventType', 'IdempotencyKey', 'PortalLink', 'PortalSession'] as const)(
     'when the %s table is migrated, then every model attribute matches a real column and vice versa',
     async (name) => {
       const model = db.models[name] as ModelStatic<Model>;

@@ -31,6 +31,12 @@ export type EventTypes = Answer<'/api/v1/event-types', 'get', 200>;
 export type EndpointStats = Answer<'/api/v1/endpoints/{id}/stats', 'get', 200>;
 /** `GET /api/v1/stats`: the health of every endpoint the caller may see, with `series` when asked for. */
 export type OverviewStats = Answer<'/api/v1/stats', 'get', 200>;
+/** `POST /api/v1/portal-links`: `{user_id, scope?, ttl_s?, session_ttl_s?}`. */
+export type CreatePortalLinkInput = Body<'/api/v1/portal-links', 'post'>;
+/** A new portal link: `{id, url, expires_at}`; `url` carries the token, shown only here. */
+export type PortalLink = Answer<'/api/v1/portal-links', 'post', 201>;
+export type PortalLinkPage = Answer<'/api/v1/portal-links', 'get', 200>;
+export type ListPortalLinksQuery = paths['/api/v1/portal-links']['get']['parameters']['query'];
 /** `1h`: the last hour by minute (60 intervals); `24h`: the last 24 hours by hour (24 intervals). */
 export type SeriesRange = NonNullable<NonNullable<paths['/api/v1/stats']['get']['parameters']['query']>['series']>;
 
@@ -38,7 +44,7 @@ export type SeriesRange = NonNullable<NonNullable<paths['/api/v1/stats']['get'][
 export interface WebhooksClientOptions {
   /** The api's base URL, e.g. `https://api.example.com` (either layout serves these routes). */
   baseUrl: string;
-  /** A service key (`sk_...`), or a user's token together with `userId`. */
+  /** A service key (`sk_...`), a portal session (`ps_...`), or a user's token together with `userId`. */
   token: string;
   /** With a user token: the user's id (sent as `X-Api-Client-Id`). */
   userId?: number;
@@ -105,6 +111,15 @@ export interface WebhooksClient {
   /** The same over every endpoint the caller may see (an operator's key: all; a user: their own). */
   getStats(series?: SeriesRange): Promise<OverviewStats>;
   listEventTypes(): Promise<EventTypes>;
+  /**
+   * Mints a one-time link into the dashboard for one user (service key with `portal:write`):
+   * hand `url` to that user; it opens once, before `expires_at`.
+   */
+  createPortalLink(input: CreatePortalLinkInput): Promise<PortalLink>;
+  /** One page of a user's portal links, newest first, with their state (never their tokens). */
+  listPortalLinks(query: ListPortalLinksQuery): Promise<PortalLinkPage>;
+  /** Revokes a portal link: it no longer opens, and the session it opened ends within 1 s. */
+  revokePortalLink(id: number): Promise<void>;
   /** The typed openapi-fetch client underneath, for any other route of the api. */
   readonly api: Client<paths>;
 }
@@ -155,5 +170,10 @@ export function createWebhooksClient(options: WebhooksClientOptions): WebhooksCl
     getEndpointStats: (id, series) => unwrap(api.GET('/api/v1/endpoints/{id}/stats', { params: { path: { id }, query: { series } } })),
     getStats: (series) => unwrap(api.GET('/api/v1/stats', { params: { query: { series } } })),
     listEventTypes: () => unwrap(api.GET('/api/v1/event-types')),
+    createPortalLink: (input) => unwrap(api.POST('/api/v1/portal-links', { body: input })),
+    listPortalLinks: (query) => unwrap(api.GET('/api/v1/portal-links', { params: { query } })),
+    revokePortalLink: async (id) => {
+      await unwrap(api.DELETE('/api/v1/portal-links/{id}', { params: { path: { id } } }));
+    },
   };
 }

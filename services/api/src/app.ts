@@ -1,5 +1,6 @@
 import fastifyStatic from '@fastify/static';
 import Fastify, { FastifyInstance } from 'fastify';
+import { publishCredentialChange } from '../../../shared/auth/credential-changes';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
 import { ensureDayPartitions } from '../../../shared/db/partitions';
@@ -20,6 +21,7 @@ import { createCachedCredentialStore } from './plugins/credential-cache';
 import { createCredentialStore } from './plugins/credential-store';
 import { dashboardPlugin } from './plugins/dashboard';
 import { listReaderPlugin } from './plugins/list-reader';
+import { portalPagePlugin } from './plugins/portal-page';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
 import { createPostCache } from './posts/post-cache';
@@ -30,6 +32,7 @@ import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
 import { layoutB } from './routes/layout-b';
 import { operationsRoutes } from './routes/operations';
+import { portalRoutes } from './routes/portal';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
@@ -58,7 +61,7 @@ const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
- * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, the layout at /api/v1 with the
+ * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, /portal, the layout at /api/v1 with the
  * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
@@ -131,6 +134,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.register(swaggerPlugin, { layout: config.apiLayout });
   app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) }, facts: () => ({ redis_primary: redisPrimaryOf(redis) }) });
   app.register(dashboardPlugin);
+  app.register(portalPagePlugin, { frameAncestors: config.portalFrameAncestors });
 
   const images = createImageStore(config.uploadDir);
   const cache = createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log });
@@ -171,6 +175,14 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
           queue,
           readCircuit: (endpointId) => readCircuit(redis, config, endpointId),
           retentionDays: config.webhookRetentionDays,
+        });
+        await scope.register(portalRoutes, {
+          sequelize: database.sequelize,
+          appUrl: config.appUrl,
+          announce: (change) => {
+            credentials.forget(change);
+            return publishCredentialChange(redis, config.redisPrefix, change);
+          },
         });
       },
       ...(deps.apiRoutes ?? []),

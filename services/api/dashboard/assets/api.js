@@ -5,10 +5,19 @@
  * and never a URL (no leaks through history or logs).
  */
 
-const STORAGE_KEY = 'webhooks-dashboard.credentials';
+/** The page runs in portal mode at /portal (DESIGN §11, portal links): one user's view, opened by a link. */
+export const PORTAL_MODE = /^\/portal\/?$/.test(location.pathname);
+
+// Each mode keeps its own: a portal session never becomes the dashboard's sign-in, nor the reverse.
+const STORAGE_KEY = PORTAL_MODE ? 'webhooks-portal.session' : 'webhooks-dashboard.credentials';
 
 /**
- * @typedef {{kind: 'service', key: string} | {kind: 'user', token: string, userId: number}} Credentials
+ * A portal session (`ps_` token) acts as its user, reading (`read`) or also changing (`manage`)
+ * their things, until `expiresAt` (ISO 8601).
+ *
+ * @typedef {{kind: 'service', key: string}
+ *   | {kind: 'user', token: string, userId: number}
+ *   | {kind: 'portal', token: string, userId: number, scope: 'read' | 'manage', expiresAt: string}} Credentials
  */
 
 /** An answer other than 2xx, or no answer at all; `message` is fit to show. */
@@ -24,10 +33,28 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Where the credentials are kept when the browser denies this page its sessionStorage (the
+ * portal inside a cross-site iframe while third-party storage is blocked, as in Chromium by
+ * default): this page's memory, so the session lasts until the page is left or reloaded.
+ *
+ * @type {string | null}
+ */
+let inMemory = null;
+
+/** @returns {Storage | null} this tab's sessionStorage, or null where reading it throws */
+function tabStorage() {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null;
+  }
+}
+
 /** @returns {Credentials | null} the credentials of this tab's session */
 export function loadCredentials() {
   try {
-    const raw = sessionStorage.getItem(STORAGE_KEY);
+    const raw = tabStorage()?.getItem(STORAGE_KEY) ?? inMemory;
     return raw ? JSON.parse(raw) : null;
   } catch {
     return null;
@@ -36,17 +63,29 @@ export function loadCredentials() {
 
 /** @param {Credentials} credentials */
 export function saveCredentials(credentials) {
-  sessionStorage.setItem(STORAGE_KEY, JSON.stringify(credentials));
+  const raw = JSON.stringify(credentials);
+  try {
+    const storage = tabStorage();
+    if (storage) return void storage.setItem(STORAGE_KEY, raw);
+  } catch {
+    // Denied or full: memory below.
+  }
+  inMemory = raw;
 }
 
 export function clearCredentials() {
-  sessionStorage.removeItem(STORAGE_KEY);
+  inMemory = null;
+  try {
+    tabStorage()?.removeItem(STORAGE_KEY);
+  } catch {
+    // Nothing was kept there.
+  }
 }
 
 /**
  * Sends one request to /api/v1 with the session's credentials.
  *
- * @param {Credentials} credentials
+ * @param {Credentials | null} credentials null for the one route that takes none (opening a portal link)
  * @param {string} method
  * @param {string} path below /api/v1, with its query string
  * @param {unknown} [body] sent as JSON
@@ -56,9 +95,11 @@ export function clearCredentials() {
 export async function request(credentials, method, path, body) {
   /** @type {Record<string, string>} */
   const headers = { accept: 'application/json' };
-  if (credentials.kind === 'service') {
+  if (credentials?.kind === 'service') {
     headers.authorization = `Bearer ${credentials.key}`;
-  } else {
+  } else if (credentials?.kind === 'portal') {
+    headers.authorization = `Bearer ${credentials.token}`;
+  } else if (credentials?.kind === 'user') {
     headers.authorization = `Bearer ${credentials.token}`;
     headers.user_id = String(credentials.userId);
   }

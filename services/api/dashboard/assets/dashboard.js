@@ -2,14 +2,16 @@
 /**
  * The webhooks dashboard (DESIGN §11): signing in and out, and the views of charts.js,
  * endpoints.js and deliveries.js, all through the public /api/v1 routes with the signed-in principal's
- * credentials.
+ * credentials. At /portal it runs in portal mode (portal.js): one user's view, opened by a
+ * link, with no sign-in form.
  */
-import { ApiError, clearCredentials, loadCredentials, request, saveCredentials } from './api.js';
+import { ApiError, clearCredentials, loadCredentials, PORTAL_MODE, request, saveCredentials } from './api.js';
 import { initCharts, loadCharts, resetCharts } from './charts.js';
 import { ATTEMPT_LANDED, initDeliveries, loadDeliveries, resetDeliveries } from './deliveries.js';
 import { byId, h, localZone, replace } from './dom.js';
 import { initEndpoints, loadEndpoints, resetEndpoints } from './endpoints.js';
 import { clearMessages, showError } from './messages.js';
+import { openPortal } from './portal.js';
 import { onSessionRejected, setSession } from './session.js';
 
 function showSignIn() {
@@ -18,7 +20,15 @@ function showSignIn() {
   byId('who').hidden = true;
 }
 
-/** @param {string} [reason] shown on the sign-in form */
+/** Portal mode has no sign-in form: an ended session leaves only why. @param {string} reason */
+function showPortalClosed(reason) {
+  byId('portal-closed-text').textContent = reason;
+  byId('portal-closed').hidden = false;
+  byId('app').hidden = true;
+  byId('who').hidden = true;
+}
+
+/** @param {string} [reason] shown on the sign-in form (portal mode: in place of the view) */
 function signOut(reason) {
   setSession(null);
   clearCredentials();
@@ -26,6 +36,7 @@ function signOut(reason) {
   resetEndpoints();
   resetDeliveries();
   clearMessages();
+  if (PORTAL_MODE) return showPortalClosed(reason ?? 'You ended this portal session. Open a new link to come back.');
   if (reason) showError(reason);
   showSignIn();
 }
@@ -75,10 +86,16 @@ function toggleKindFields(form) {
  */
 async function enter(signedIn, catalog) {
   setSession(signedIn);
-  const who = signedIn.kind === 'service' ? `Service key …${signedIn.key.slice(-4)}` : `User ${signedIn.userId}`;
+  const who =
+    signedIn.kind === 'service'
+      ? `Service key …${signedIn.key.slice(-4)}`
+      : signedIn.kind === 'portal'
+        ? `User ${signedIn.userId} · portal · ${signedIn.scope === 'read' ? 'read only' : 'manage'}`
+        : `User ${signedIn.userId}`;
   byId('who-label').textContent = `${who} · times in ${localZone()}`;
   byId('who').hidden = false;
-  byId('sign-in').hidden = true;
+  // Portal mode has removed the form.
+  document.getElementById('sign-in')?.setAttribute('hidden', '');
   byId('app').hidden = false;
   resetCharts();
   resetEndpoints();
@@ -104,18 +121,31 @@ async function loadEventNames(signedIn, catalog) {
   }
 }
 
+/** Portal mode: the link's session, or why there is none; never a sign-in form. */
+async function startPortal() {
+  document.title = 'Webhooks portal';
+  byId('sign-in').remove();
+  byId('sign-out').textContent = 'End session';
+  const opened = await openPortal();
+  if ('closed' in opened) showPortalClosed(opened.closed);
+  else await enter(opened.credentials);
+}
+
 function start() {
-  const form = /** @type {HTMLFormElement} */ (byId('sign-in-form'));
-  form.addEventListener('submit', onSignIn);
-  form.addEventListener('change', () => toggleKindFields(form));
   byId('sign-out').addEventListener('click', () => signOut());
   byId('error-close').addEventListener('click', () => (byId('error').hidden = true));
   initCharts();
   initEndpoints();
   initDeliveries();
-  onSessionRejected(signOut);
+  onSessionRejected((message) =>
+    signOut(PORTAL_MODE ? `Your portal session has ended: ${message} Ask for a new link.` : `Signed out: ${message}`),
+  );
   // A new attempt changes the endpoints' health and charts.
   document.addEventListener(ATTEMPT_LANDED, () => Promise.all([loadEndpoints(), loadCharts()]));
+  if (PORTAL_MODE) return void startPortal();
+  const form = /** @type {HTMLFormElement} */ (byId('sign-in-form'));
+  form.addEventListener('submit', onSignIn);
+  form.addEventListener('change', () => toggleKindFields(form));
   const saved = loadCredentials();
   if (saved) enter(saved);
   else showSignIn();

@@ -6,7 +6,7 @@
 import { query } from './api.js';
 import { byId, h, localInputToIso, replace, time } from './dom.js';
 import { clearMessages, inlineError, showError, showNotice } from './messages.js';
-import { api } from './session.js';
+import { api, canChange } from './session.js';
 import { badge, button, currentCursor, firstPage, renderPager, shortUrl, statusBadge } from './widgets.js';
 
 const PAGE_SIZE = 20;
@@ -180,8 +180,8 @@ export async function openDelivery(id, options = {}) {
 
 /** @param {any} delivery @param {any[]} attempts @param {boolean} waiting */
 function deliveryView(delivery, attempts, waiting) {
-  const redeliver = button('Redeliver', () => redeliverDelivery(delivery, attempts.length), 'primary');
-  redeliver.disabled = waiting;
+  const redeliver = canChange() && button('Redeliver', () => redeliverDelivery(delivery, attempts.length), 'primary');
+  if (redeliver) redeliver.disabled = waiting;
   return h(
     'div',
     { 'data-delivery-id': delivery.id },

@@ -10,7 +10,7 @@ import { byId, h, replace, time } from './dom.js';
 import { filterByEndpoint, loadDeliveries, openDelivery } from './deliveries.js';
 import { openControls, openRecover, openReplay, openRotate } from './endpoint-dialogs.js';
 import { clearMessages, inlineError, showError, showNotice } from './messages.js';
-import { api } from './session.js';
+import { api, canChange } from './session.js';
 import { badge, button, currentCursor, firstPage, formatMs, formatPercent, renderPager } from './widgets.js';
 
 const PAGE_SIZE = 20;
@@ -105,14 +105,16 @@ function endpointRow(endpoint, health) {
         { class: 'actions' },
         button('Deliveries', () => filterByEndpoint(endpoint.id)),
         button('Charts', () => showEndpointCharts(endpoint)),
-        button('Send test', () => sendTest(endpoint)),
-        button('Recover…', () => openRecover(endpoint, loadDeliveries)),
-        button('Replay…', () => openReplay(endpoint, loadDeliveries)),
-        button('Rotate secret…', () => openRotate(endpoint)),
-        button('Controls…', () => openControls(endpoint, loadEndpoints)),
-        endpoint.active
-          ? button('Disable', () => setActive(endpoint, false), 'danger')
-          : button('Enable', () => setActive(endpoint, true)),
+        canChange() && [
+          button('Send test', () => sendTest(endpoint)),
+          button('Recover…', () => openRecover(endpoint, loadDeliveries)),
+          button('Replay…', () => openReplay(endpoint, loadDeliveries)),
+          button('Rotate secret…', () => openRotate(endpoint)),
+          button('Controls…', () => openControls(endpoint, loadEndpoints)),
+          endpoint.active
+            ? button('Disable', () => setActive(endpoint, false), 'danger')
+            : button('Enable', () => setActive(endpoint, true)),
+        ],
       ),
     ),
   );

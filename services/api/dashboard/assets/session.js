@@ -6,7 +6,7 @@ import { ApiError, request } from './api.js';
 
 /** @type {import('./api.js').Credentials | null} */
 let credentials = null;
-/** @type {(reason: string) => void} */
+/** @type {(message: string) => void} */
 let onRejected = () => undefined;
 
 /** @param {import('./api.js').Credentials | null} signedIn */
@@ -15,9 +15,17 @@ export function setSession(signedIn) {
 }
 
 /**
+ * Whether the signed-in principal may change things: everyone but a `read` portal session,
+ * whose view then offers no button that the API would refuse.
+ */
+export function canChange() {
+  return credentials?.kind !== 'portal' || credentials.scope === 'manage';
+}
+
+/**
  * Called when the API refuses the session's credentials (401): revoked, rotated or expired.
  *
- * @param {(reason: string) => void} handler
+ * @param {(message: string) => void} handler given the API's message
  */
 export function onSessionRejected(handler) {
   onRejected = handler;
@@ -37,7 +45,7 @@ export async function api(method, path, body) {
   try {
     return await request(credentials, method, path, body);
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) onRejected(`Signed out: ${error.message}`);
+    if (error instanceof ApiError && error.status === 401) onRejected(error.message);
     throw error;
   }
 }

@@ -1,4 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors';
+import { PORTAL_SESSION_FORMAT } from '../portal/portal-tokens';
 import { hashApiToken, tokenHashesMatch } from '../users/api-token';
 import { SERVICE_KEY_FORMAT } from '../users/service-key';
 import type { CredentialStore } from './credential-store';
@@ -15,6 +17,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the auth hook when a user token authenticated the request; null elsewhere. */
     user: AuthenticatedUser | null;
+  }
+  interface FastifyContextConfig {
+    /**
+     * The route takes no credentials (DESIGN §11: the portal link exchange, whose credential
+     * is in its body): the auth hook only rate-limits it by client address.
+     */
+    public?: boolean;
   }
 }
 
@@ -37,10 +46,15 @@ export type RefusalReason =
   | 'unknown_token'
   | 'user_mismatch'
   | 'revoked'
-  | 'service_key_not_allowed';
+  | 'expired'
+  | 'service_key_not_allowed'
+  | 'portal_session_not_allowed';
 
-/** What a request presents: a user's token and id, or a service key (both only as sha256). */
-export type Credentials = { kind: 'user'; userId: number; tokenHash: string } | { kind: 'service_key'; keyHash: string };
+/** What a request presents: a user's token and id, a service key or a portal session (each only as sha256). */
+export type Credentials =
+  | { kind: 'user'; userId: number; tokenHash: string }
+  | { kind: 'service_key'; keyHash: string }
+  | { kind: 'portal_session'; sessionHash: string };
 
 /** The result of authenticating one request. */
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; reason: RefusalReason };
@@ -52,7 +66,7 @@ const USER_ID = /^\d{1,5}$/;
  * Reads `Authorization: Bearer <token>` (RFC 6750) and the user id from the `user_id` header
  * (the spec's name) or `X-Api-Client-Id` (Luminova's name, which survives proxies that drop
  * underscored headers, such as nginx by default). A bearer `sk_` key with no user id is a
- * service key (DESIGN §4).
+ * service key (DESIGN §4); a bearer `ps_` token with no user id is a portal session (§11).
  *
  * @returns the credentials, or why they cannot be read; user ids are 1..99999
  */
@@ -64,6 +78,7 @@ export function readCredentials(request: FastifyRequest): Credentials | { kind: 
   const rawId = request.headers['user_id'] ?? request.headers['x-api-client-id'];
   if (rawId === undefined) {
     if (SERVICE_KEY_FORMAT.test(token)) return { kind: 'service_key', keyHash: hashApiToken(token) };
+    if (PORTAL_SESSION_FORMAT.test(token)) return { kind: 'portal_session', sessionHash: hashApiToken(token) };
     return { kind: 'refused', reason: token.startsWith('sk_') ? 'malformed_service_key' : 'missing_user_id' };
   }
   const id = typeof rawId === 'string' ? rawId.trim() : '';
@@ -74,8 +89,8 @@ export function readCredentials(request: FastifyRequest): Credentials | { kind: 
 /**
  * Authenticates a request against the credential store; hashes are compared in constant time.
  *
- * @param serviceKeys - whether this route takes service keys; where it does not (the posts
- *   routes, which act for a user), a service key is refused like any unknown credential
+ * @param serviceKeys - whether this route takes service keys and portal sessions; where it
+ *   does not (the posts routes, which act for a user), both are refused like any unknown credential
  */
 export function createAuthenticator(store: CredentialStore): (request: FastifyRequest, serviceKeys: boolean) => Promise<AuthOutcome> {
   return async (request, serviceKeys) => {
@@ -88,6 +103,14 @@ export function createAuthenticator(store: CredentialStore): (request: FastifyRe
       if (key!.revoked) return { ok: false, reason: 'revoked' };
       store.touchServiceKey(key!.id);
       return { ok: true, principal: { kind: 'service', keyId: key!.id, name: key!.name, scopes: key!.scopes } };
+    }
+    if (credentials.kind === 'portal_session') {
+      if (!serviceKeys) return { ok: false, reason: 'portal_session_not_allowed' };
+      const session = await store.findPortalSession(credentials.sessionHash);
+      if (!tokenHashesMatch(session?.tokenHash ?? null, credentials.sessionHash)) return { ok: false, reason: 'unknown_token' };
+      if (session!.revoked) return { ok: false, reason: 'revoked' };
+      if (session!.expiresAt <= Date.now()) return { ok: false, reason: 'expired' };
+      return { ok: true, principal: { kind: 'portal', userId: session!.userId, scope: session!.scope, linkId: session!.linkId } };
     }
     const user = await store.findUser(credentials.userId);
     if (!tokenHashesMatch(user?.tokenHash ?? null, credentials.tokenHash)) {
@@ -133,7 +156,7 @@ export interface AuthHookOptions {
   store: CredentialStore;
   /** The layout's 401 body. */
   unauthorizedBody: object;
-  /** Whether the request's route takes service keys (DESIGN §4: all but the posts routes). */
+  /** Whether the request's route takes service keys and portal sessions (DESIGN §4, §11: all but the posts routes). */
   serviceKeysAllowed(request: FastifyRequest): boolean;
   /**
    * The rate limit (DESIGN §12), run once the principal is known, and for a refused request
@@ -145,11 +168,16 @@ export interface AuthHookOptions {
 /**
  * The layouts' auth hook: on success sets `request.principal` (and `request.user` for a
  * user), else logs the reason and answers 401 with `unauthorizedBody`, stopping the request.
- * With `rateLimit`, a request past the limit is answered 429 instead.
+ * With `rateLimit`, a request past the limit is answered 429 instead. A route with
+ * `config: { public: true }` is only rate-limited.
+ *
+ * @throws ApiError 403 `This portal session is read-only.` for anything but GET or HEAD in a
+ *   `read` portal session (DESIGN §11), answered in the layout's shape by its error handler
  */
 export function createAuthHook({ store, unauthorizedBody, serviceKeysAllowed, rateLimit }: AuthHookOptions): GuardHook {
   const authenticate = createAuthenticator(store);
   return async function authHook(request, reply) {
+    if (request.routeOptions.config.public === true) return rateLimit?.(request, reply);
     const outcome = await authenticate(request, serviceKeysAllowed(request));
     if (outcome.ok) {
       request.principal = outcome.principal;
@@ -159,6 +187,10 @@ export function createAuthHook({ store, unauthorizedBody, serviceKeysAllowed, ra
     const limited = rateLimit ? await rateLimit(request, reply) : undefined;
     if (limited) return limited;
     if (!outcome.ok) return refuse(request, reply, outcome.reason, unauthorizedBody);
+    const principal = outcome.principal;
+    if (principal.kind === 'portal' && principal.scope === 'read' && request.method !== 'GET' && request.method !== 'HEAD') {
+      throw new ApiError(403, 'This portal session is read-only.');
+    }
     return undefined;
   };
 }

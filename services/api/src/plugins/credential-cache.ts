@@ -1,12 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { CredentialChange, credentialChangesChannel, parseCredentialChange } from '../../../../shared/auth/credential-changes';
 import type { RedisClient } from '../../../../shared/redis';
-import type { CredentialStore, ServiceKeyCredential, UserCredential } from './credential-store';
+import type { CredentialStore, PortalSessionCredential, ServiceKeyCredential, UserCredential } from './credential-store';
 
 /** A credential store that remembers what it read while its invalidation channel is live. */
 export interface CachedCredentialStore extends CredentialStore {
   /** True while the invalidation subscription is live, which is exactly when the cache serves. */
   readonly live: boolean;
+  /**
+   * Drops what this process cached about a change it made itself, at once rather than when
+   * its own message comes back; other processes still need `publishCredentialChange`.
+   */
+  forget(change: CredentialChange): void;
   /** Stops the heartbeat and closes the subscriber connection. */
   close(): Promise<void>;
 }
@@ -31,10 +36,11 @@ interface Entry<T> {
 }
 
 /**
- * Caches verified users and service keys in this process's memory (DESIGN §4, "Revocation"),
- * so a request by a known credential costs no PostgreSQL read. Changes published with
- * `publishCredentialChange` (users CLI, keys CLI, the receiver deleting a user) evict the
- * entry in every process within the pub/sub latency.
+ * Caches verified users, service keys and portal sessions in this process's memory (DESIGN
+ * §4, "Revocation"; §11), so a request by a known credential costs no PostgreSQL read. Changes
+ * published with `publishCredentialChange` (users CLI, keys CLI, the receiver deleting a user,
+ * a revoked portal link) evict the entry in every process within the pub/sub latency; a
+ * user's change also evicts their portal sessions.
  *
  * The cache only serves while its subscription is known to be live: on a closed connection,
  * an error or a failed heartbeat it empties and stays off (every call reads PostgreSQL) until
@@ -48,6 +54,7 @@ export function createCachedCredentialStore(inner: CredentialStore, options: Cre
   const users = new Map<number, Entry<UserCredential>>();
   const keys = new Map<string, Entry<ServiceKeyCredential>>();
   const keyHashes = new Map<number, string>();
+  const sessions = new Map<string, Entry<PortalSessionCredential>>();
   // Bumped by every invalidation; a read that started under an older epoch is not remembered.
   let epoch = 0;
   let live = false;
@@ -58,6 +65,7 @@ export function createCachedCredentialStore(inner: CredentialStore, options: Cre
     users.clear();
     keys.clear();
     keyHashes.clear();
+    sessions.clear();
   };
   const goDown = (why: string, err?: unknown) => {
     forgetAll();
@@ -76,10 +84,19 @@ export function createCachedCredentialStore(inner: CredentialStore, options: Cre
       goDown('cannot subscribe to the invalidation channel', err);
     }
   };
+  // Few sessions are cached at once; a scan on each change keeps no second index to keep right.
+  const forgetSessions = (ended: (session: PortalSessionCredential) => boolean) => {
+    for (const [hash, entry] of sessions) if (ended(entry.value)) sessions.delete(hash);
+  };
   const invalidate = (change: CredentialChange) => {
     epoch += 1;
     if (change.kind === 'user') {
       users.delete(change.userId);
+      forgetSessions((session) => session.userId === change.userId);
+      return;
+    }
+    if (change.kind === 'portal_link') {
+      forgetSessions((session) => session.linkId === change.id);
       return;
     }
     const hash = keyHashes.get(change.id);
@@ -126,6 +143,7 @@ export function createCachedCredentialStore(inner: CredentialStore, options: Cre
     get live() {
       return live;
     },
+    forget: invalidate,
     async findUser(userId) {
       const hit = recall(users, userId);
       if (hit) return hit;
@@ -141,6 +159,14 @@ export function createCachedCredentialStore(inner: CredentialStore, options: Cre
       const key = await inner.findServiceKey(keyHash);
       if (key && remember(keys, keyHash, key, startedAt)) keyHashes.set(key.id, keyHash);
       return key;
+    },
+    async findPortalSession(tokenHash) {
+      const hit = recall(sessions, tokenHash);
+      if (hit) return hit;
+      const startedAt = epoch;
+      const session = await inner.findPortalSession(tokenHash);
+      if (session) remember(sessions, tokenHash, session, startedAt);
+      return session;
     },
     findTokenOwner: (tokenHash) => inner.findTokenOwner(tokenHash),
     touchServiceKey: (id) => inner.touchServiceKey(id),

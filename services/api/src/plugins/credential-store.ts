@@ -18,10 +18,24 @@ export interface ServiceKeyCredential {
   revoked: boolean;
 }
 
-/** Reads stored credentials; every method resolves null for an unknown user or key. */
+/** What authenticating a portal session needs from `portal_sessions` and its link (DESIGN §11). */
+export interface PortalSessionCredential {
+  linkId: number;
+  userId: number;
+  tokenHash: string;
+  scope: 'read' | 'manage';
+  /** Epoch ms; the session is refused from then on. */
+  expiresAt: number;
+  /** Its link was revoked. */
+  revoked: boolean;
+}
+
+/** Reads stored credentials; every method resolves null for an unknown user, key or session. */
 export interface CredentialStore {
   findUser(userId: number): Promise<UserCredential | null>;
   findServiceKey(keyHash: string): Promise<ServiceKeyCredential | null>;
+  /** A portal session by the sha256 of its `ps_` token; gone with its user. */
+  findPortalSession(tokenHash: string): Promise<PortalSessionCredential | null>;
   /** The user whose current token has this hash, to tell `user_mismatch` from `unknown_token` in the log. */
   findTokenOwner(tokenHash: string): Promise<number | null>;
   /** Records that a key was used; writes `last_used_at` at most once per `touchIntervalMs` per key. */
@@ -35,7 +49,8 @@ export interface CredentialStoreOptions {
 }
 
 /**
- * The credential store over PostgreSQL: one primary-key or unique-index lookup per call.
+ * The credential store over PostgreSQL: one primary-key or unique-index lookup per call
+ * (a portal session joins its link by primary key).
  * `last_used_at` is throttled so that a busy key costs one write a minute, not one per request.
  */
 export function createCredentialStore(sequelize: Sequelize, { log, touchIntervalMs = 60_000 }: CredentialStoreOptions): CredentialStore {
@@ -55,6 +70,15 @@ export function createCredentialStore(sequelize: Sequelize, { log, touchInterval
         [keyHash],
       );
       return row ? { id: row.id, name: row.name, keyHash: row.key_hash, scopes: row.scopes, revoked: row.revoked } : null;
+    },
+    async findPortalSession(tokenHash) {
+      const [row] = await select<{ link_id: number; user_id: number; token_hash: string; scope: 'read' | 'manage'; expires_at: Date; revoked: boolean }>(
+        `SELECT s.link_id, s.user_id, s.token_hash, s.scope, s.expires_at, l.revoked_at IS NOT NULL AS revoked
+           FROM portal_sessions s JOIN portal_links l ON l.id = s.link_id WHERE s.token_hash = $1`,
+        [tokenHash],
+      );
+      if (!row) return null;
+      return { linkId: row.link_id, userId: row.user_id, tokenHash: row.token_hash, scope: row.scope, expiresAt: row.expires_at.getTime(), revoked: row.revoked };
     },
     async findTokenOwner(tokenHash) {
       const [row] = await select<{ user_id: number }>('SELECT user_id FROM users WHERE api_token_hash = $1', [tokenHash]);

@@ -17,19 +17,25 @@ const VENDOR_PREFIX = `${DASHBOARD_PATH}/vendor/uplot/`;
 
 /**
  * The page runs only its own files and talks only to this origin: no inline script or style,
- * no framing, no form posts elsewhere. API answers are attacker-influenced (endpoint URLs,
- * response excerpts), so the policy backs up the page's rule of rendering them as text only.
+ * no form posts elsewhere, framed only by `frameAncestors` (a CSP source list). API answers
+ * are attacker-influenced (endpoint URLs, response excerpts), so the policy backs up the
+ * page's rule of rendering them as text only.
  */
-export const DASHBOARD_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function dashboardCsp(frameAncestors: string): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "connect-src 'self'",
+    "img-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    `frame-ancestors ${frameAncestors}`,
+  ].join('; ');
+}
+
+/** The dashboard's policy: keys are typed there, so no page may frame it (clickjacking). */
+export const DASHBOARD_CSP = dashboardCsp("'none'");
 
 const SECURITY_HEADERS = {
   'Content-Security-Policy': DASHBOARD_CSP,

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors';
 
-/** The scopes a service key may hold (DESIGN §4); `*` holds them all. */
-export const SCOPES = ['webhooks:send', 'webhooks:read', 'endpoints:read', 'endpoints:write'] as const;
+/** The scopes a service key may hold (DESIGN §4); `*` holds them all. `portal:write` mints portal links (§11). */
+export const SCOPES = ['webhooks:send', 'webhooks:read', 'endpoints:read', 'endpoints:write', 'portal:write'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** An end user, authenticated by bearer token and user id. */
@@ -21,8 +21,21 @@ export interface ServicePrincipal {
   scopes: readonly string[];
 }
 
+/**
+ * A user in the dashboard's portal mode, authenticated by a `ps_` session that a portal link
+ * opened (DESIGN §11): that user's own things on the operations routes only; `read` sessions
+ * make GET requests only.
+ */
+export interface PortalPrincipal {
+  kind: 'portal';
+  userId: number;
+  scope: 'read' | 'manage';
+  /** The portal link the session came from. */
+  linkId: number;
+}
+
 /** Who is calling: set on `request.principal` by the layout's auth hook. */
-export type Principal = UserPrincipal | ServicePrincipal;
+export type Principal = UserPrincipal | ServicePrincipal | PortalPrincipal;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,12 +52,12 @@ export function hasScope(principal: Principal | null, scope: Scope): boolean {
 /**
  * For routes only service keys may use (DESIGN §4, §6): the key holding `scope`.
  *
- * @throws ApiError 403 `A service key with the scope <scope> is required.` for a user token;
+ * @throws ApiError 403 `A service key with the scope <scope> is required.` for a user token or a portal session;
  *   403 `This key lacks the scope <scope>.` for a key without it
  */
 export function requireServiceScope(request: FastifyRequest, scope: Scope): ServicePrincipal {
   const principal = currentPrincipal(request);
-  if (principal.kind === 'user') throw new ApiError(403, `A service key with the scope ${scope} is required.`);
+  if (principal.kind !== 'service') throw new ApiError(403, `A service key with the scope ${scope} is required.`);
   if (!hasScope(principal, scope)) throw new ApiError(403, `This key lacks the scope ${scope}.`);
   return principal;
 }
@@ -53,14 +66,14 @@ export function requireServiceScope(request: FastifyRequest, scope: Scope): Serv
 export type Visibility = { operator: true } | { operator: false; userId: number };
 
 /**
- * For routes that operators (a key with `scope`) and users (their own things only) share
- * (DESIGN §11).
+ * For routes that operators (a key with `scope`) and users (their own things only, also
+ * through a portal session) share (DESIGN §11).
  *
  * @throws ApiError 403 `This key lacks the scope <scope>.` for a key without it
  */
 export function visibilityFor(request: FastifyRequest, scope: Scope): Visibility {
   const principal = currentPrincipal(request);
-  if (principal.kind === 'user') return { operator: false, userId: principal.userId };
+  if (principal.kind !== 'service') return { operator: false, userId: principal.userId };
   if (!hasScope(principal, scope)) throw new ApiError(403, `This key lacks the scope ${scope}.`);
   return { operator: true };
 }

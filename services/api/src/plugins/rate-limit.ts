@@ -16,12 +16,13 @@ export interface RateLimitOptions {
 const WINDOW_MS = 60_000;
 
 /**
- * Whom a request counts against (DESIGN §12): its user or service key once authenticated,
- * else the client's address (Fastify's `request.ip`; behind a proxy set trustProxy).
+ * Whom a request counts against (DESIGN §12): its user (also through a portal session) or
+ * service key once authenticated, else the client's address (Fastify's `request.ip`; behind
+ * a proxy set trustProxy).
  */
 export function rateLimitKey(request: FastifyRequest): string {
   const principal = request.principal;
-  if (principal?.kind === 'user') return `user:${principal.userId}`;
+  if (principal?.kind === 'user' || principal?.kind === 'portal') return `user:${principal.userId}`;
   if (principal?.kind === 'service') return `key:${principal.keyId}`;
   return `ip:${request.ip}`;
 }

@@ -24,13 +24,15 @@ export const swaggerPlugin = fp<{ layout: 'a' | 'b' }>(
           { name: 'endpoints', description: 'Webhook endpoints: create, change, rotate, test, recover, health' },
           { name: 'webhooks', description: 'Deliveries: send, fan out events, list, inspect, redeliver' },
           { name: 'event types', description: 'The catalog of events endpoints subscribe to' },
+          { name: 'portal', description: 'One-time links into the dashboard for one user, and the sessions they open' },
         ],
         components: {
           securitySchemes: {
             bearerToken: {
               type: 'http',
               scheme: 'bearer',
-              description: "A user's API token (with the user id header), or a service key `sk_...` (alone).",
+              description:
+                "A user's API token (with the user id header), a service key `sk_...` (alone), or a portal session `ps_...` (alone; its user's endpoints and deliveries only).",
             },
             userIdHeader: { type: 'apiKey', in: 'header', name: 'user_id', description: 'Or X-Api-Client-Id behind proxies that drop underscores' },
           },
