@@ -119,3 +119,19 @@ export async function dayPartitionsBefore(sequelize: Sequelize, before: Date): P
     .sort((a, b) => a.getTime() - b.getTime());
 }
 
+
+/**
+ * Tables named as day partitions (`<table>_pYYYYMMDD`) that are no partition any more: days a
+ * retention pass detached and did not drop (DESIGN §3). Sorted by name, so attempts come
+ * before deliveries and deliveries before events.
+ */
+export async function detachedDayTables(sequelize: Sequelize): Promise<string[]> {
+  const rows = await sequelize.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c
+      WHERE c.relkind = 'r' AND NOT c.relispartition AND c.relnamespace = current_schema()::regnamespace
+        AND c.relname ~ '^webhook_(attempts|deliveries|events)_p[0-9]{8}$'
+      ORDER BY c.relname`,
+    { type: QueryTypes.SELECT },
+  );
+  return rows.map((row) => row.name);
+}

@@ -1,10 +1,13 @@
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { QueryTypes, Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
 import type { Config } from '../../../shared/config';
-import { DAY_MS, dayPartitionsBefore, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
+import { DAY_MS, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
+
+/** A day's deliveries held an unfinished row when read again under the detach's locks: roll the detach back. */
+class DayKept extends Error {}
 
 /** A statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03). */
 function isLockTimeout(error: unknown): boolean {
@@ -31,10 +34,11 @@ const RETENTION_PATTERN = '17 3 * * *';
 /** Rows deleted per statement, so a large table is never locked for long. */
 const DEFAULT_BATCH_SIZE = 1_000;
 /**
- * How long detaching a day may wait for the tables' locks, ms. While it waits, every statement
- * on the table queues behind it, so it gives up soon and tries again next run.
+ * How long detaching a day may wait for the tables' locks, ms (DESIGN §3: 2 s). While it
+ * waits, every statement on the table queues behind it, so it gives up soon and tries again
+ * next run.
  */
-const DEFAULT_LOCK_TIMEOUT_MS = 200;
+const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
 /** The order days are dropped in: what references first (DESIGN §3). */
 const DAY_TABLES = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'] as const;
 
@@ -56,13 +60,14 @@ export interface PruneResult {
 
 export interface Retention {
   /**
-   * Keeps the day partitions through today + 7 (DESIGN §3), then prunes what is older than
+   * Keeps the day partitions through today + 7 (DESIGN §3), drops the day tables an earlier
+   * pass detached and left (counted as days dropped), then prunes what is older than
    * WEBHOOK_RETENTION_DAYS: each whole day partition (attempts, then deliveries, then events,
-   * detached under a short lock timeout), unless its deliveries still hold pending or
-   * delivering rows; in the legacy partition, in batches of `batchSize` rows, succeeded
-   * deliveries with their attempts and the events no delivery references any more; and
-   * webhook_inbox rows received before then. A day whose lock does not come in time is logged
-   * and left for the next run.
+   * detached in one transaction under the lock timeout), unless its deliveries hold pending or
+   * delivering rows, looked for before and again under the detach's locks; in the legacy
+   * partition, in batches of `batchSize` rows, succeeded deliveries with their attempts and
+   * the events no delivery references any more; and webhook_inbox rows received before then.
+   * A day whose lock does not come in time is logged and left for the next run.
    */
   prune(): Promise<PruneResult>;
   /** Stops the maintenance worker and closes its connections. */
@@ -77,7 +82,7 @@ export interface RetentionOptions {
   metrics?: Pick<Metrics, 'retentionDaysKept' | 'retentionFailedDropped'>;
   /** Rows per statement; default 1000. */
   batchSize?: number;
-  /** How long detaching a day waits for its locks, ms; default 200. */
+  /** How long detaching a day waits for its locks, ms; default 2000. */
   lockTimeoutMs?: number;
   /** Schedule the daily prune and run it when due (default true); tests call prune() directly. */
   schedule?: boolean;
@@ -132,39 +137,83 @@ export function createRetention(options: RetentionOptions): Retention {
   /**
    * Drops one day's partitions. Kept (null) while its deliveries hold unfinished rows. A younger
    * delivery of one of its events (a replay) gets the event's body first, so no reference
-   * breaks. The three detaches commit together, under a short lock timeout.
+   * breaks. The three detaches commit together, under the lock timeout, and only when the
+   * day's deliveries, read again under those locks, still hold no pending or delivering row: a
+   * redeliver or recover may have made one pending after the first look (DESIGN §3, revision 4).
    *
    * @returns the deliveries and failed deliveries dropped, or null when the day is kept
    * @throws a lock timeout (SQLSTATE 55P03) when the tables stayed busy
    */
   async function dropDay(day: Date): Promise<{ deliveries: number; failed: number } | null> {
     const deliveries = partitionName('webhook_deliveries', day);
-    const [counts] = await sequelize.query<{ unfinished: boolean; total: number; failed: number }>(
-      `SELECT EXISTS (SELECT 1 FROM ${deliveries} WHERE status IN ('pending', 'delivering')) AS unfinished,
-              (SELECT count(*)::int FROM ${deliveries}) AS total,
-              (SELECT count(*)::int FROM ${deliveries} WHERE status = 'failed') AS failed`,
-      { type: QueryTypes.SELECT },
-    );
-    if (counts.unfinished) return null;
+    if (await holdsUnfinished(deliveries)) return null;
     await sequelize.query(
       `UPDATE webhook_deliveries d SET body = e.body
          FROM ${partitionName('webhook_events', day)} e
         WHERE d.event_id = e.id AND d.created_at >= $1 AND d.body IS NULL`,
       { bind: [new Date(day.getTime() + DAY_MS)] },
     );
-    await sequelize.transaction(async (transaction) => {
-      await sequelize.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`, { transaction });
-      for (const table of DAY_TABLES) {
-        await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
+    const counts = await sequelize
+      .transaction(async (transaction) => {
+        await sequelize.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`, { transaction });
+        for (const table of DAY_TABLES) {
+          await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
+        }
+        // The detached table is out of every statement's reach now: what it holds is final.
+        if (await holdsUnfinished(deliveries, transaction)) throw new DayKept();
+        return countOf(deliveries, transaction);
+      })
+      .catch((error: unknown) => {
+        if (error instanceof DayKept) return null;
+        throw error;
+      });
+    if (!counts) return null;
+    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE IF EXISTS ${partitionName(table, day)}`);
+    return counts;
+  }
+
+  async function holdsUnfinished(deliveries: string, transaction?: Transaction): Promise<boolean> {
+    const [row] = await sequelize.query<{ unfinished: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${deliveries} WHERE status IN ('pending', 'delivering')) AS unfinished`,
+      { type: QueryTypes.SELECT, transaction },
+    );
+    return row.unfinished;
+  }
+
+  async function countOf(deliveries: string, transaction?: Transaction): Promise<{ deliveries: number; failed: number }> {
+    const [row] = await sequelize.query<{ total: number; failed: number }>(
+      `SELECT count(*)::int AS total, (count(*) FILTER (WHERE status = 'failed'))::int AS failed FROM ${deliveries}`,
+      { type: QueryTypes.SELECT, transaction },
+    );
+    return { deliveries: row.total, failed: row.failed };
+  }
+
+  /**
+   * Drops the day tables a pass detached and did not drop (the process died between the two,
+   * DESIGN §3): no statement reaches them any more, they only hold disk.
+   *
+   * @returns the days found and the deliveries and failed deliveries they held
+   */
+  async function dropDetached(): Promise<{ days: number; deliveries: number; failed: number }> {
+    const leftover = await detachedDayTables(sequelize);
+    const dropped = { days: 0, deliveries: 0, failed: 0 };
+    for (const name of leftover) {
+      if (name.startsWith('webhook_deliveries_')) {
+        const counts = await countOf(name);
+        dropped.days += 1;
+        dropped.deliveries += counts.deliveries;
+        dropped.failed += counts.failed;
       }
-    });
-    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE ${partitionName(table, day)}`);
-    return { deliveries: counts.total, failed: counts.failed };
+      await sequelize.query(`DROP TABLE IF EXISTS ${name}`);
+    }
+    if (leftover.length > 0) logger.warn({ tables: leftover }, 'retention: dropped day tables an earlier pass detached and left');
+    return dropped;
   }
 
   async function prune(): Promise<PruneResult> {
     await ensureDayPartitions(sequelize);
-    const result: PruneResult = { days: 0, daysKept: 0, deliveries: 0, failedDropped: 0, events: 0, inbox: 0 };
+    const detached = await dropDetached();
+    const result: PruneResult = { days: detached.days, daysKept: 0, deliveries: detached.deliveries, failedDropped: detached.failed, events: 0, inbox: 0 };
     const windowStart = new Date(Date.now() - config.webhookRetentionDays * DAY_MS);
     for (const day of await dayPartitionsBefore(sequelize, windowStart)) {
       const dayLabel = day.toISOString().slice(0, 10);
