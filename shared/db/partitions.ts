@@ -15,7 +15,7 @@ import { idTime } from '../webhook/ids';
  * them and prunes at plan time. This file is the one place that knows it.
  */
 
-/** Days ahead of today (UTC) whose partitions exist once a process started, and daily after. */
+/** Days ahead of today (UTC) whose partitions every api and worker keeps (DESIGN §3). */
 export const PARTITION_HORIZON_DAYS = 7;
 
 /**
@@ -72,18 +72,60 @@ export function keyOfId(column: string, param: string): string {
 }
 
 /**
- * Creates the day partitions of the three tables from today (UTC, the database's clock)
- * through today + `aheadDays` that are missing. Idempotent, and safe when several processes
- * run it at once (the migration's `webhook_ensure_day_partitions`).
+ * How long making a day may wait for its parent tables' lock, ms. `CREATE TABLE ... PARTITION
+ * OF` takes an exclusive lock on the parent, and every statement on the table queues behind
+ * it while it waits: it gives up soon, and the next check (a minute at most) tries again.
+ */
+export const DAY_CREATION_LOCK_TIMEOUT_MS = 1_000;
+
+/** Options of {@link ensureDayPartitions}. */
+export interface EnsureDayPartitionsOptions {
+  /** The clock: the UTC day of this instant is "today". Default now. */
+  now?: Date;
+  /** Days ahead of today to cover; default {@link PARTITION_HORIZON_DAYS}. */
+  aheadDays?: number;
+  /** How long making one day may wait for its locks, ms; default {@link DAY_CREATION_LOCK_TIMEOUT_MS}. */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * Creates the day partitions of the three tables from today (UTC) through today +
+ * `aheadDays` that are missing (DESIGN §3, revision 4). A catalog look finds the missing days
+ * (none, most times: then that look is all it costs); each is made in a transaction of its
+ * own under the lock timeout, by the migration's `webhook_ensure_day_partitions`, which is
+ * safe when several processes make the same day at once. Days before the legacy bound are
+ * the legacy partition's and never made.
  *
  * @returns how many partitions it made
+ * @throws the database's error: unreachable, or a lock timeout (SQLSTATE 55P03) when the
+ *   tables stayed busy; the days made before it stay made
  */
-export async function ensureDayPartitions(sequelize: Sequelize, aheadDays: number = PARTITION_HORIZON_DAYS): Promise<number> {
-  const [row] = await sequelize.query<{ made: number }>(
-    `SELECT webhook_ensure_day_partitions((now() AT TIME ZONE 'UTC')::date, (now() AT TIME ZONE 'UTC')::date + $1::int) AS made`,
-    { bind: [aheadDays], type: QueryTypes.SELECT },
+export async function ensureDayPartitions(sequelize: Sequelize, options: EnsureDayPartitionsOptions = {}): Promise<number> {
+  const today = (options.now ?? new Date()).toISOString().slice(0, 10);
+  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? DAY_CREATION_LOCK_TIMEOUT_MS));
+  const missing = await sequelize.query<{ day: string }>(
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day
+       FROM generate_series($1::timestamp, $1::timestamp + $2::int * interval '1 day', interval '1 day') AS day
+      WHERE day AT TIME ZONE 'UTC' >= webhook_legacy_bound()
+        AND (to_regclass('webhook_events_p' || to_char(day, 'YYYYMMDD')) IS NULL
+          OR to_regclass('webhook_deliveries_p' || to_char(day, 'YYYYMMDD')) IS NULL
+          OR to_regclass('webhook_attempts_p' || to_char(day, 'YYYYMMDD')) IS NULL)
+      ORDER BY day`,
+    { bind: [today, options.aheadDays ?? PARTITION_HORIZON_DAYS], type: QueryTypes.SELECT },
   );
-  return row?.made ?? 0;
+  let made = 0;
+  for (const { day } of missing) {
+    made += await sequelize.transaction(async (transaction) => {
+      await sequelize.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`, { transaction });
+      const [row] = await sequelize.query<{ made: number }>(`SELECT webhook_ensure_day_partitions($1::date, $1::date) AS made`, {
+        bind: [day],
+        type: QueryTypes.SELECT,
+        transaction,
+      });
+      return row?.made ?? 0;
+    });
+  }
+  return made;
 }
 
 /** A table partitioned by UTC day. */

@@ -75,7 +75,7 @@ export interface Retention {
 }
 
 export interface RetentionOptions {
-  config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions'>;
+  config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions' | 'maintenanceIntervalMs'>;
   sequelize: Sequelize;
   logger: Logger;
   /** Counts of kept days and dropped failed deliveries (DESIGN §3, §11). */
@@ -84,7 +84,10 @@ export interface RetentionOptions {
   batchSize?: number;
   /** How long detaching a day waits for its locks, ms; default 2000. */
   lockTimeoutMs?: number;
-  /** Schedule the daily prune and run it when due (default true); tests call prune() directly. */
+  /**
+   * Schedule the daily prune, run it when due, and schedule it again within
+   * `maintenanceIntervalMs` whenever Redis lost it (default true); tests call prune() directly.
+   */
   schedule?: boolean;
 }
 
@@ -98,9 +101,6 @@ export function createRetention(options: RetentionOptions): Retention {
   const { config, sequelize, logger, metrics } = options;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const horizon = ensureDayPartitions(sequelize).catch((error: unknown) => {
-    logger.warn({ err: error }, 'could not make the day partitions ahead; the daily prune and the next start retry');
-  });
 
   async function inBatches(sql: string): Promise<number> {
     let total = 0;
@@ -252,9 +252,7 @@ export function createRetention(options: RetentionOptions): Retention {
   if (options.schedule === false) {
     return {
       prune,
-      async close() {
-        await horizon;
-      },
+      async close() {},
     };
   }
 
@@ -278,17 +276,51 @@ export function createRetention(options: RetentionOptions): Retention {
     { connection, prefix: config.redisPrefix, concurrency: 1 },
   );
   worker.on('error', (error) => logger.debug({ err: error }, 'maintenance worker error'));
-  queue
-    .upsertJobScheduler(RETENTION_SCHEDULER_ID, { pattern: RETENTION_PATTERN, tz: 'UTC' }, { name: 'prune' })
-    .catch((error) => logger.warn({ err: error }, 'could not schedule the retention prune; the next start retries'));
+  const schedule = () => queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { pattern: RETENTION_PATTERN, tz: 'UTC' }, { name: 'prune' });
+
+  let closing = false;
+  let checking: Promise<void> | undefined;
+  /**
+   * Schedules the daily prune again when Redis no longer holds its scheduler: Redis restarted
+   * empty, or failed over to a replica without it (DESIGN §3, §15: back within a minute).
+   */
+  const checkSchedule = () => {
+    checking ??= queue
+      .getJobScheduler(RETENTION_SCHEDULER_ID)
+      .then(async (found) => {
+        if (found || closing) return;
+        await schedule();
+        logger.warn('retention: the daily job scheduler was missing from Redis; scheduled it again');
+      })
+      .catch((error: unknown) => {
+        if (!closing) logger.warn({ err: error }, 'could not check the retention schedule; the next check tries again');
+      })
+      .finally(() => {
+        checking = undefined;
+      });
+  };
+  let timer: NodeJS.Timeout | undefined;
+  // Upserted at every start, so a new pattern replaces the old; then checked on the process's
+  // own timer, and at once whenever the connection is back.
+  const started = schedule()
+    .catch((error: unknown) => logger.warn({ err: error }, 'could not schedule the retention prune; the next check retries'))
+    .then(() => {
+      if (closing) return;
+      connection.on('ready', checkSchedule);
+      timer = setInterval(checkSchedule, config.maintenanceIntervalMs);
+      timer.unref();
+    });
 
   return {
     prune,
     async close() {
-      await horizon;
+      closing = true;
+      clearInterval(timer);
+      connection.off('ready', checkSchedule);
       await worker.close().catch(() => undefined);
       await queue.close().catch(() => undefined);
       await connection.quit().catch(() => connection.disconnect());
+      await started;
     },
   };
 }
