@@ -72,6 +72,56 @@ export function keyOfId(column: string, param: string): string {
 }
 
 /**
+ * The bounds to bind for {@link keyRange} over rows whose partition keys are known (their
+ * `created_at`, as read from them): the earliest and the latest. A legacy row's key lies before
+ * the legacy bound, where `webhook_key_lo` and `webhook_key_hi` take it to the legacy partition.
+ */
+export function keysAt(keys: readonly Date[]): [Date | null, Date | null] {
+  if (keys.length === 0) return [null, null];
+  const times = keys.map((key) => key.getTime());
+  return [new Date(Math.min(...times)), new Date(Math.max(...times))];
+}
+
+/** The keys that bound for {@link keyRange} (or twice for {@link keyOfId}) name the legacy partition only. */
+export const LEGACY_KEYS: [null, null] = [null, null];
+
+/**
+ * Runs a lookup of one row by its id (DESIGN §3, revision 4): in the partition the id names
+ * and, when that finds nothing and the id reads as a UUIDv7, once more in the legacy
+ * partition. Ids made before revision 3 are random bytes, and one in 64 reads as a UUIDv7 by
+ * its version and variant bits, naming a day its row is not in. A row found at once costs
+ * the one probe.
+ *
+ * @param probe - runs the lookup with `key` bound where {@link keyOfId} expects the id's key
+ *   (null: the legacy partition), and returns the rows it found or changed
+ */
+export async function findById<R>(id: string, probe: (key: Date | null) => Promise<R[]>): Promise<R[]> {
+  const key = keyOf(id);
+  const rows = await probe(key);
+  if (rows.length > 0 || key === null) return rows;
+  return probe(null);
+}
+
+/**
+ * {@link findById} for several ids: `probe` runs over all of them with their {@link keysOf},
+ * then, when some that read as UUIDv7s were not found, over those in the legacy partition
+ * ({@link LEGACY_KEYS}).
+ *
+ * @param probe - runs the lookup of `ids` with `keys` bound for {@link keyRange}, and returns
+ *   the rows it found or changed, each with its `id`
+ * @returns the rows of both probes
+ */
+export async function findByIds<R extends { id: string }>(
+  ids: readonly string[],
+  probe: (ids: string[], keys: [Date | null, Date | null]) => Promise<R[]>,
+): Promise<R[]> {
+  const rows = await probe([...ids], keysOf(ids));
+  const found = new Set(rows.map((row) => row.id));
+  const rest = [...new Set(ids.filter((id) => !found.has(id) && keyOf(id) !== null))];
+  return rest.length === 0 ? rows : [...rows, ...(await probe(rest, LEGACY_KEYS))];
+}
+
+/**
  * How long making a day may wait for its parent tables' lock, ms. `CREATE TABLE ... PARTITION
  * OF` takes an exclusive lock on the parent, and every statement on the table queues behind
  * it while it waits: it gives up soon, and the next check (a minute at most) tries again.
