@@ -94,8 +94,10 @@ export interface RetentionOptions {
 /**
  * The retention of DESIGN §11: a BullMQ job scheduler (`upsertJobScheduler`, so however many
  * workers start, one scheduler exists and one of them runs each day's job) on the
- * `webhook-maintenance` queue, and the prune it runs. Creating it also makes the day
- * partitions through today + 7 (DESIGN §3), as every process does when it starts.
+ * `webhook-maintenance` queue, and the prune it runs. The scheduler is upserted at start and
+ * again whenever a check (every `maintenanceIntervalMs`, and when the connection is back)
+ * finds Redis without it (DESIGN §15). The day partitions ahead are the process's partition
+ * keeper's (shared/db/partition-keeper.ts).
  */
 export function createRetention(options: RetentionOptions): Retention {
   const { config, sequelize, logger, metrics } = options;
