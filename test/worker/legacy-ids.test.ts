@@ -5,6 +5,7 @@ import { idTime } from '../../shared/webhook/ids';
 import { ApiClient, ApiHarness, createApiHarness } from '../api/support/api-harness';
 import { createServiceKey, TestServiceKey } from '../api/support/operations';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
+import { waitFor } from '../support/processes';
 import { startWorker } from './support/harness';
 
 const DAY_MIGRATION = '20261126000100-day-partitions.js';
@@ -86,6 +87,12 @@ describe('legacy ids that read as UUIDv7', () => {
     const res = await api.request({ url: `/api/v1/webhooks/${id}`, headers: operator.headers });
     return { status: res.statusCode, body: res.json() as { id: string; status: string; attempts: { number: number; status_code: number | null }[] } };
   };
+  /** The delivery once its worker recorded the attempt it is making, if any: a request arrives before its record. */
+  const settled = (id: string) =>
+    waitFor(async () => {
+      const read = await details(id);
+      return read.body.status === 'succeeded' || read.body.status === 'failed' ? read : undefined;
+    }, 10_000, `delivery ${id} settled`);
   const arrivalsOf = (id: string) => receiver.requests.filter((request) => request.headers['webhook-id'] === id);
 
   it('When such a delivery was pending at the migration, then the worker claims it and delivers its body once', async () => {
@@ -93,7 +100,7 @@ describe('legacy ids that read as UUIDv7', () => {
 
     expect(arrival.headers['webhook-id']).toBe(pending);
     expect(arrival.body.toString()).toBe(BODY);
-    const read = await details(pending);
+    const read = await settled(pending);
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ id: pending, status: 'succeeded', attempts: [{ number: 1, status_code: 200 }] });
     expect(arrivalsOf(pending)).toHaveLength(1);
@@ -110,8 +117,30 @@ describe('legacy ids that read as UUIDv7', () => {
     await receiver.waitForRequests(2, 10_000);
     expect(arrivalsOf(failed)).toHaveLength(1);
     expect(arrivalsOf(failed)[0].body.toString()).toBe(BODY);
-    const after = await details(failed);
+    const after = await settled(failed);
     expect(after.body).toMatchObject({ status: 'succeeded', attempts: [{ number: 1, status_code: 500 }, { number: 2, status_code: 200 }] });
+  });
+
+  it('When such a delivery and a new one are redelivered at the same moment, then each arrives once more with its own webhook-id', async () => {
+    const sent = await api.request({
+      method: 'POST',
+      url: '/api/v1/webhooks',
+      headers: operator.headers,
+      payload: { url: `${receiver.url}/hooks`, event: 'post.created', payload: { fresh: true }, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+    });
+    const fresh = (sent.json() as { id: string }).id;
+    await receiver.waitForRequests(3, 10_000);
+    expect((await settled(fresh)).body).toMatchObject({ status: 'succeeded' });
+
+    const answers = await Promise.all(
+      [pending, fresh].map((id) => api.request({ method: 'POST', url: `/api/v1/webhooks/${id}/redeliver`, headers: operator.headers })),
+    );
+
+    expect(answers.map((answer) => answer.statusCode)).toEqual([202, 202]);
+    await receiver.waitForRequests(5, 10_000);
+    expect([arrivalsOf(pending).length, arrivalsOf(fresh).length]).toEqual([2, 2]);
+    expect((await settled(pending)).body).toMatchObject({ status: 'succeeded', attempts: [{ number: 1 }, { number: 2 }] });
+    expect((await settled(fresh)).body).toMatchObject({ status: 'succeeded', attempts: [{ number: 1 }, { number: 2 }] });
   });
 
   it('When its endpoint is recovered, then such a failed delivery is attempted again', async () => {
@@ -124,8 +153,8 @@ describe('legacy ids that read as UUIDv7', () => {
 
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ count: 1 });
-    await receiver.waitForRequests(3, 10_000);
+    await receiver.waitForRequests(6, 10_000);
     expect(arrivalsOf(recoverable)).toHaveLength(1);
-    expect((await details(recoverable)).body).toMatchObject({ status: 'succeeded', attempts: [{ number: 1, status_code: 503 }, { number: 2, status_code: 200 }] });
+    expect((await settled(recoverable)).body).toMatchObject({ status: 'succeeded', attempts: [{ number: 1, status_code: 503 }, { number: 2, status_code: 200 }] });
   });
 });
