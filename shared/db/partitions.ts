@@ -140,46 +140,58 @@ export interface EnsureDayPartitionsOptions {
 
 /**
  * Creates the day partitions of the three tables from today (UTC) through today +
- * `aheadDays` that are missing (DESIGN §3, revision 4). A catalog look finds the missing days
- * (none, most times: then that look is all it costs); each is made in a transaction of its
- * own under the lock timeout, by the migration's `webhook_ensure_day_partitions`, which is
- * safe when several processes make the same day at once. Days before the legacy bound are
- * the legacy partition's and never made.
+ * `aheadDays` that are missing (DESIGN §3, revision 4). A catalog look finds the missing
+ * tables (none, most times: then that look is all it costs). Each is made in a transaction of
+ * its own under the lock timeout, so the exclusive lock its parent needs is never held while
+ * another is waited for (a statement holding one parent while it waits for another would
+ * deadlock with it); one another process made meanwhile counts as made. Days before the legacy
+ * bound are the legacy partition's and never made.
  *
  * @returns how many partitions it made
- * @throws the database's error: unreachable, or a lock timeout (SQLSTATE 55P03) when the
- *   tables stayed busy; the days made before it stay made
+ * @throws the database's error: unreachable, or a lock timeout (SQLSTATE 55P03) when a table
+ *   stayed busy; the partitions made before it stay made
  */
 export async function ensureDayPartitions(sequelize: Sequelize, options: EnsureDayPartitionsOptions = {}): Promise<number> {
   const today = (options.now ?? new Date()).toISOString().slice(0, 10);
   const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? DAY_CREATION_LOCK_TIMEOUT_MS));
-  const missing = await sequelize.query<{ day: string }>(
-    `SELECT to_char(day, 'YYYY-MM-DD') AS day
+  const missing = await sequelize.query<{ parent: DayTable; name: string; low: string; high: string }>(
+    `SELECT t.parent, t.parent || '_p' || to_char(day, 'YYYYMMDD') AS name,
+            to_char(day, 'YYYY-MM-DD') AS low, to_char(day + interval '1 day', 'YYYY-MM-DD') AS high
        FROM generate_series($1::timestamp, $1::timestamp + $2::int * interval '1 day', interval '1 day') AS day
+      CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS t(parent, n)
       WHERE day AT TIME ZONE 'UTC' >= webhook_legacy_bound()
-        AND (to_regclass('webhook_events_p' || to_char(day, 'YYYYMMDD')) IS NULL
-          OR to_regclass('webhook_deliveries_p' || to_char(day, 'YYYYMMDD')) IS NULL
-          OR to_regclass('webhook_attempts_p' || to_char(day, 'YYYYMMDD')) IS NULL)
-      ORDER BY day`,
-    { bind: [today, options.aheadDays ?? PARTITION_HORIZON_DAYS], type: QueryTypes.SELECT },
+        AND to_regclass(t.parent || '_p' || to_char(day, 'YYYYMMDD')) IS NULL
+      ORDER BY day, t.n`,
+    { bind: [today, options.aheadDays ?? PARTITION_HORIZON_DAYS, DAY_TABLES], type: QueryTypes.SELECT },
   );
   let made = 0;
-  for (const { day } of missing) {
-    made += await sequelize.transaction(async (transaction) => {
-      await sequelize.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`, { transaction });
-      const [row] = await sequelize.query<{ made: number }>(`SELECT webhook_ensure_day_partitions($1::date, $1::date) AS made`, {
-        bind: [day],
-        type: QueryTypes.SELECT,
-        transaction,
+  for (const { parent, name, low, high } of missing) {
+    try {
+      await sequelize.transaction(async (transaction) => {
+        await sequelize.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`, { transaction });
+        await sequelize.query(`CREATE TABLE ${name} PARTITION OF ${parent} FOR VALUES FROM ('${low} 00:00:00+00') TO ('${high} 00:00:00+00')`, {
+          transaction,
+        });
       });
-      return row?.made ?? 0;
-    });
+      made += 1;
+    } catch (error) {
+      if (!madeByAnother(error)) throw error;
+    }
   }
   return made;
 }
 
+/** The table exists already (42P07), or its catalog rows were written by a concurrent CREATE (23505). */
+function madeByAnother(error: unknown): boolean {
+  const code = (error as { parent?: { code?: string } }).parent?.code;
+  return code === '42P07' || code === '23505';
+}
+
 /** A table partitioned by UTC day. */
 export type DayTable = 'webhook_events' | 'webhook_deliveries' | 'webhook_attempts';
+
+/** The tables partitioned by UTC day, in the order a day's partitions are made. */
+const DAY_TABLES: readonly DayTable[] = ['webhook_events', 'webhook_deliveries', 'webhook_attempts'];
 
 /** Milliseconds in a UTC day: the span of one partition. */
 export const DAY_MS = 86_400_000;

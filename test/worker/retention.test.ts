@@ -16,7 +16,8 @@ describe('retention (DESIGN §11)', () => {
   let producer: Producer;
 
   beforeAll(async () => {
-    env = await createTestEnvironment({ WEBHOOK_RETENTION_DAYS: '30' }, 'worker');
+    // A check a second: a first check that met a busy table (its 1 s lock timeout) is soon tried again.
+    env = await createTestEnvironment({ WEBHOOK_RETENTION_DAYS: '30', MAINTENANCE_INTERVAL_MS: '1000' }, 'worker');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
   });
