@@ -5,7 +5,7 @@ import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
 import { disableEndpoint, disablesEndpoint } from './endpoint-disable';
 import { DeliveryGoneError } from './errors';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
-import { keyOf, keyOfId, keyRange, keysOf } from '../../../shared/db/partitions';
+import { findById, findByIds, keyOf, keyOfId, keyRange, keysAt, keysOf } from '../../../shared/db/partitions';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
 export interface ClaimedDelivery {
@@ -236,10 +236,14 @@ const RECORD_SUCCESSES = {
 /**
  * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
  * tests can show its plan holds only the batch's day partitions (DESIGN §3).
+ *
+ * @param keys - the partition keys to bind; default the ids' own ({@link keysOf})
  */
-export function claimStatement(claims: readonly { deliveryId: string; oneShot: boolean }[]): RawStatement {
-  const ids = claims.map((claim) => claim.deliveryId);
-  return { ...CLAIM_BATCH, values: [ids, claims.map((claim) => claim.oneShot), ...keysOf(ids)] };
+export function claimStatement(
+  claims: readonly { deliveryId: string; oneShot: boolean }[],
+  keys: [Date | null, Date | null] = keysOf(claims.map((claim) => claim.deliveryId)),
+): RawStatement {
+  return { ...CLAIM_BATCH, values: [claims.map((claim) => claim.deliveryId), claims.map((claim) => claim.oneShot), ...keys] };
 }
 
 function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
@@ -298,16 +302,21 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   async function withBodies(rows: ClaimRow[]): Promise<ClaimRow[]> {
     const missing = [...new Set(rows.flatMap((row) => (row.body === null && row.event_id !== null ? [row.event_id] : [])))];
     if (missing.length === 0) return rows;
-    const events = await rawQuery<{ id: string; body: string }>(sequelize, {
-      text: `SELECT id, body FROM webhook_events WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
-      values: [missing, ...keysOf(missing)],
-    });
+    const events = await findByIds(missing, (ids, keys) =>
+      rawQuery<{ id: string; body: string }>(sequelize, {
+        text: `SELECT id, body FROM webhook_events WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
+        values: [ids, ...keys],
+      }),
+    );
     const bodies = new Map(events.map((event) => [event.id, event.body]));
     return rows.map((row) => ({ ...row, body: row.body ?? bodies.get(row.event_id ?? '') ?? null }));
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    const rows = await rawQuery<ClaimRow>(sequelize, claimStatement(batch));
+    // A legacy id that reads as a UUIDv7 is looked for again in the legacy partition (DESIGN §3).
+    const rows = await findByIds(batch.map((claim) => claim.deliveryId), (ids, keys) =>
+      rawQuery<ClaimRow>(sequelize, claimStatement(batch.filter((claim) => ids.includes(claim.deliveryId)), keys)),
+    );
     const claimed = new Map((await withBodies(rows)).map((row) => [row.id, toClaimedDelivery(row)]));
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
@@ -323,7 +332,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         batch.map((record) => storableText(record.response)),
         batch.map((record) => record.endpointId),
         batch.map((record) => record.deliveryCreatedAt),
-        ...keysOf(batch.map((record) => record.deliveryId)),
+        ...keysAt(batch.map((record) => record.deliveryCreatedAt)),
       ],
     });
     const found = new Set(done.map((row) => row.id));
@@ -338,18 +347,22 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     claim: (deliveryId, oneShot) => claims.submit({ deliveryId, oneShot }),
 
     async unclaim(deliveryId) {
-      await sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND ${keyOfId('created_at', '$2')} AND status = 'delivering'`,
-        { bind: [deliveryId, keyOf(deliveryId)] },
+      await findById(deliveryId, (key) =>
+        sequelize.query<{ id: string }>(
+          `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND ${keyOfId('created_at', '$2')} AND status = 'delivering' RETURNING id`,
+          { bind: [deliveryId, key], type: QueryTypes.SELECT },
+        ),
       );
     },
 
     async peek(deliveryId) {
-      const rows = await sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null; queued_behind: boolean }>(
-        `SELECT w.status, w.next_attempt_at,
-                (w.sequence IS NOT NULL AND NOT w.one_shot AND w.status IN ('pending', 'delivering') AND ${AHEAD_IN_LINE}) AS queued_behind
-           FROM webhook_deliveries w WHERE w.id = $1 AND ${keyOfId('w.created_at', '$2')}`,
-        { bind: [deliveryId, keyOf(deliveryId)], type: QueryTypes.SELECT },
+      const rows = await findById(deliveryId, (key) =>
+        sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null; queued_behind: boolean }>(
+          `SELECT w.status, w.next_attempt_at,
+                  (w.sequence IS NOT NULL AND NOT w.one_shot AND w.status IN ('pending', 'delivering') AND ${AHEAD_IN_LINE}) AS queued_behind
+             FROM webhook_deliveries w WHERE w.id = $1 AND ${keyOfId('w.created_at', '$2')}`,
+          { bind: [deliveryId, key], type: QueryTypes.SELECT },
+        ),
       );
       const row = rows[0];
       return row ? { status: row.status, nextAttemptAt: row.next_attempt_at, queuedBehind: row.queued_behind } : null;
@@ -386,7 +399,8 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         disableAfterS,
         record.endpointId,
         record.deliveryCreatedAt,
-        keyOf(record.deliveryId),
+        // The row's own key, as claimed: a legacy row's lies in the legacy partition whatever its id reads as.
+        record.deliveryCreatedAt,
       ];
       const { endpointId, goneReason } = record;
       if (goneReason !== null && endpointId !== null) {
@@ -406,10 +420,12 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     },
 
     async failWithoutAttempt(deliveryId, reason) {
-      await sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, one_shot = false, updated_at = now()
-          WHERE id = $1 AND ${keyOfId('created_at', '$3')}`,
-        { bind: [deliveryId, reason, keyOf(deliveryId)] },
+      await findById(deliveryId, (key) =>
+        sequelize.query<{ id: string }>(
+          `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, one_shot = false, updated_at = now()
+            WHERE id = $1 AND ${keyOfId('created_at', '$3')} RETURNING id`,
+          { bind: [deliveryId, reason, key], type: QueryTypes.SELECT },
+        ),
       );
     },
   };
