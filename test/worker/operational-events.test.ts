@@ -251,7 +251,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
     const events = await producer.db.sequelize.query<{ about: string; deliveries: string[] }>(
       `SELECT ev.body::jsonb -> '_data' ->> 'event' AS about, array_agg(ep.url ORDER BY ep.url) AS deliveries
          FROM webhook_events ev JOIN webhook_deliveries d ON d.event_id = ev.id JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
-        WHERE ev.event = 'delivery.exhausted' GROUP BY ev.id ORDER BY about`,
+        WHERE ev.event = 'delivery.exhausted' GROUP BY ev.id, ev.body ORDER BY about`,
       { type: QueryTypes.SELECT },
     );
     expect(events).toEqual([

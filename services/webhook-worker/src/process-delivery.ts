@@ -6,6 +6,7 @@ import { DEFERRED_PRIORITY, RETRY_PRIORITY, WebhookJobData, WebhookJobName, part
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/queue/circuit-breaker';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/queue/rate-limit';
+import { announceCircuitOpened } from './circuit-notices';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
 import type { RetryPolicy } from './retry-policy';
@@ -22,7 +23,7 @@ export interface DeliveryProcessorOptions {
   gates(partition: number): PartitionGates;
   logger: Logger;
   metrics?: Metrics;
-  /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
+  /** Queues deliveries the worker itself recorded (operational events, DESIGN §6 rev 4); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
@@ -291,6 +292,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     try {
       const { change, woken } = await scope.gate.release(gateKey, jobId, verdict);
       if (change !== 'none') log.warn({ gate: gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
+      if (change === 'opened') await announceCircuitOpened(store, options.queueNotices, gateKey, log);
       // Parked with this partition's gate, so by jobs of this partition.
       if (woken.length > 0) await options.wake(woken, scope.partition);
     } catch (error) {
@@ -333,12 +335,14 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       endpointId: delivery.endpointId,
       succeeded: decision.kind === 'succeeded',
       goneReason: gone ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
+      // Every attempt used; a redelivery or recovery (one shot) was the operator's own try.
+      exhausted: decision.kind === 'failed' && !decision.disableEndpoint && !delivery.oneShot && attemptNumber >= policy.maxAttempts,
     });
     if (recorded.disabledReason !== null) {
       log.warn({ endpointId: delivery.endpointId, reason: recorded.disabledReason }, 'endpoint disabled');
       metrics?.endpointsDisabled.inc();
-      if (recorded.noticeIds.length > 0) await options.queueNotices(recorded.noticeIds);
     }
+    if (recorded.noticeIds.length > 0) await options.queueNotices(recorded.noticeIds);
     metrics?.deliveries.inc({ outcome: gone ? 'disabled' : decision.kind === 'retry' ? 'retried' : decision.kind });
     metrics?.attemptDuration.observe({ status_class: statusClass(result.statusCode) }, result.durationMs / 1000);
 
