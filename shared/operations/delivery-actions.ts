@@ -11,13 +11,14 @@ import {
 } from '../queue';
 import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
 import { eventDataOf } from '../deliveries/event-data';
+import { isReservedEventName } from '../deliveries/operational-event-names';
 import { gateKeyOf } from '../queue/circuit-breaker';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
 import { findVisibleEndpoint } from './endpoints';
-import { EndpointDisabledError, EndpointNotFoundError } from './errors';
+import { EndpointDisabledError, EndpointNotFoundError, ReservedEventNameError } from './errors';
 import { assertKnownEventTypes } from './event-catalog';
 import type { Viewer } from './viewer';
 
@@ -126,13 +127,15 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
  * other string stays a string (DESIGN §14 rev 4, shared/deliveries `eventDataOf`).
  *
  * @returns one delivery id per delivery made (none when nobody subscribes)
- * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
+ * @throws ReservedEventNameError for an operational event's name (DESIGN §6 rev 4);
+ *   UnknownEventTypeError for an event outside the catalog; EncryptionError
  *   (shared/webhook) for an empty payload (`null`, `{}` and `[]`, also as strings)
  */
 export async function publishEvent(
   deps: DeliveryDeps,
   input: { event: string; payload: unknown; userId?: number | null },
 ): Promise<string[]> {
+  if (isReservedEventName(input.event)) throw new ReservedEventNameError(input.event);
   await assertKnownEventTypes(deps.db, [input.event]);
   const jobs = await deps.db.sequelize.transaction((transaction) =>
     insertEventDeliveryJobs(deps.db.sequelize, transaction, {

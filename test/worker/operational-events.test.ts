@@ -1,6 +1,9 @@
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import { QueryTypes } from 'sequelize';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../shared/config';
+import { BUILT_IN_EVENT_TYPES } from '../../shared/operations';
 import { enqueueWebhook } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { createUser } from '../support/factories';
@@ -60,6 +63,13 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
       .filter(([, body]) => events.includes(String(body._config['app.webhook.event'])))
       .map(([request, body]) => ({ path: request.path, event: String(body._config['app.webhook.event']), data: body._data, request }));
 
+  const ajv = addFormats(new Ajv({ strict: true, allErrors: true }));
+  /** The catalog's JSON Schema of `event` (GET /api/v1/event-types) accepts `data`: its errors, none when it does. */
+  const schemaErrors = (event: string, data: unknown) => {
+    const validate = ajv.compile(BUILT_IN_EVENT_TYPES.find((type) => type.name === event)!.schema!);
+    return validate(data) ? [] : validate.errors;
+  };
+
   const verified = (request: RecordedRequest) =>
     new Webhook(WATCHER_SECRET).verify(request.body.toString('utf8'), {
       'webhook-id': String(request.headers['webhook-id']),
@@ -75,6 +85,9 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
 
   const circuitOpen = async (endpointId: number) =>
     (await producer.connection.hget(`${env.redisPrefix}:webhooks:circuit:e:${endpointId}`, 'until')) !== null;
+
+  /** The leases of the endpoint's attempts in flight (shared/queue circuitKeys, one partition). */
+  const leasesOf = (endpointId: number) => `${env.redisPrefix}:webhooks:leases:e:${endpointId}`;
 
   const episodeOf = async (endpointId: number) =>
     (await producer.db.models.WebhookEndpoint.findByPk(endpointId))!;
@@ -100,7 +113,9 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
     expect(failing.episodeId).toMatch(/^epi_/);
     expect(failing.consecutiveFailures).toBeGreaterThanOrEqual(2);
 
-    // Healthy again: the next attempt, once the circuit lets one through, ends the episode.
+    // Healthy again, and Redis forgets the circuit (with no attempt in flight to open it again):
+    // the next attempt ends the episode.
+    await eventually(async () => (await producer.connection.zcard(leasesOf(flaky))) === 0, 5_000, 'no attempt in flight');
     healthy = true;
     await flushRedis();
     await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId, pid: 3 }));
@@ -129,6 +144,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
       occurred_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/),
       episode_id: failing.episodeId,
     });
+    for (const notice of notices) expect(schemaErrors(notice.event, notice.data)).toEqual([]);
     const recovered = notices.find((notice) => notice.path === '/alice-watch' && notice.event === 'endpoint.recovered')!;
     expect(recovered.data).toMatchObject({
       endpoint_id: flaky,
@@ -163,9 +179,9 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
 
     // Redis forgets the open circuit: the revived jobs fail again and open it again, in the same episode.
     await flushRedis();
-    await eventually(() => circuitOpen(flaky), 15_000, 'the circuit to open again');
-    const failuresBefore = (await episodeOf(flaky)).consecutiveFailures;
-    expect(failuresBefore).toBeGreaterThan(2);
+    // Open again, with no attempt in flight (no lease held) whose release could open it a third time.
+    await eventually(async () => (await circuitOpen(flaky)) && (await producer.connection.zcard(leasesOf(flaky))) === 0, 15_000, 'the circuit to open again');
+    expect((await episodeOf(flaky)).consecutiveFailures).toBeGreaterThan(2);
     // Healthy, and Redis empty again: 20 successes, across both workers, end the episode together.
     healthy = true;
     await flushRedis();
@@ -223,6 +239,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
       episode_id: (await episodeOf(failing)).episodeId,
     });
     expect(verified(notices[0].request)).toMatchObject({ _config: { 'app.webhook.event': 'delivery.exhausted' } });
+    expect(schemaErrors('delivery.exhausted', notices[0].data)).toEqual([]);
   });
 
   it('When a delivery of an operational event is exhausted, then it emits nothing more, and an ad-hoc delivery’s exhaustion goes to operator endpoints only', async () => {
@@ -258,6 +275,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
       { about: 'invoice.paid', deliveries: [`${receiver.url}/watch-down`, `${receiver.url}/watch-down-too`] },
       { about: 'post.created', deliveries: [`${receiver.url}/watch-down`, `${receiver.url}/watch-down-too`] },
     ]);
+    for (const notice of noticesBy(['delivery.exhausted'])) expect(schemaErrors('delivery.exhausted', notice.data)).toEqual([]);
     const failedNotices = await producer.db.sequelize.query<{ failed: number }>(
       `SELECT count(*)::int AS failed FROM webhook_deliveries WHERE event = 'delivery.exhausted' AND status = 'failed' AND attempts = 3`,
       { type: QueryTypes.SELECT },
