@@ -5,6 +5,8 @@ import { Ed25519KeyPair, generateEd25519KeyPair, isEd25519PublicKey, isEd25519Se
 import { signStandard } from '../webhook/signing';
 import { Page, decodeCursor, toPage } from './cursor';
 import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from './errors';
+import type { DeliveryDeps } from '../queue';
+import { saveReenabledEndpoint } from './endpoint-reenable';
 import { assertKnownEventTypes } from './event-catalog';
 import type { Viewer } from './viewer';
 
@@ -292,14 +294,16 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
 
 /**
  * Changes an endpoint. `active: false` records who disabled it and when; `active: true`
- * clears `disabled_reason`.
+ * clears `disabled_reason`, and for a disabled endpoint closes its failure episode
+ * (endpoint-reenable.ts, `endpoint.recovered` queued through `deps`).
  *
  * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError,
  *   UnknownEventTypeError for bad changes
  */
-export async function updateEndpoint(db: Database, id: number, viewer: Viewer, changes: EndpointChanges): Promise<EndpointView> {
+export async function updateEndpoint(db: Database, id: number, viewer: Viewer, changes: EndpointChanges, deps?: DeliveryDeps): Promise<EndpointView> {
   const row = await findVisibleEndpoint(db, id, viewer);
   if (!row) throw new EndpointNotFoundError(id);
+  const reenabled = changes.active === true && !row.active;
   if (changes.url !== undefined) assertEndpointUrl(changes.url);
   const events = changes.events && uniqueEvents(changes.events);
   const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
@@ -319,7 +323,8 @@ export async function updateEndpoint(db: Database, id: number, viewer: Viewer, c
     row.active = false;
     row.disabledReason = `disabled by ${viewer.operator ? 'an operator' : 'its owner'} at ${new Date().toISOString()}`;
   }
-  await row.save();
+  if (reenabled) await saveReenabledEndpoint(db, row, viewer, deps);
+  else await row.save();
   return presentEndpoint(row);
 }
 
