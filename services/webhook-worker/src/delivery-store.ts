@@ -367,7 +367,8 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     const key = `${endpointId} ${episodeId}`;
     const running = closing.get(key);
     if (running) {
-      await running;
+      // Its own success is recorded: should that close fail, the endpoint's next success closes it.
+      await running.catch(() => undefined);
       return [];
     }
     const close = sequelize.transaction((transaction) =>
