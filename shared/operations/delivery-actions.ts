@@ -12,13 +12,14 @@ import {
 } from '../queue';
 import { findById, keyOfId, keyRange, keysAt } from '../db/partitions';
 import { eventDataOf } from '../deliveries/event-data';
+import { isReservedEventName } from '../deliveries/operational-event-names';
 import { gateKeyOf } from '../endpoint-gate';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
 import { findVisibleEndpoint } from './endpoints';
-import { EndpointDisabledError, EndpointNotFoundError } from './errors';
+import { EndpointDisabledError, EndpointNotFoundError, ReservedEventNameError } from './errors';
 import { assertKnownEventTypes } from './event-catalog';
 import type { Viewer } from './viewer';
 
@@ -131,7 +132,8 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
  *
  * @param inCommit - run in the rows' own transaction, with the delivery ids
  * @returns one delivery id per delivery made (none when nobody subscribes)
- * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
+ * @throws ReservedEventNameError for an operational event's name (DESIGN §6 rev 4);
+ *   UnknownEventTypeError for an event outside the catalog; EncryptionError
  *   (shared/webhook) for an empty payload (`null`, `{}` and `[]`, also as strings)
  */
 export async function publishEvent(
@@ -139,6 +141,7 @@ export async function publishEvent(
   input: { event: string; payload: unknown; userId?: number | null },
   inCommit?: InCommit,
 ): Promise<string[]> {
+  if (isReservedEventName(input.event)) throw new ReservedEventNameError(input.event);
   await assertKnownEventTypes(deps.db, [input.event]);
   const jobs = await deps.db.sequelize.transaction(async (transaction) => {
     const made = await insertEventDeliveryJobs(deps.db.sequelize, transaction, {

@@ -2,6 +2,7 @@ import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
 import { findById, findByIds, keyOfId, keyRange } from '../db/partitions';
 import { rawQuery } from '../db/raw-query';
+import { isReservedEventName } from '../deliveries/operational-event-names';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
@@ -56,8 +57,8 @@ export interface EnqueueWebhookOptions {
  *
  * @param inCommit - run in the rows' own transaction, with the delivery id
  * @returns the delivery id, which is also the `webhook-id` header the receiver sees
- * @throws InvalidWebhookError for a URL that is not http(s), an unknown method or a
- *   malformed `whsec_` secret
+ * @throws InvalidWebhookError for a URL that is not http(s), an unknown method, a
+ *   malformed `whsec_` secret or the name of an operational event (DESIGN §6 rev 4)
  * @throws EncryptionError (shared/webhook) for an empty or unserialisable payload
  * @throws LogicError (shared/webhook) for an unsupported algo
  */
@@ -65,6 +66,9 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
   const method = options.method ?? 'POST';
   if (!(WEBHOOK_METHODS as readonly string[]).includes(method)) {
     throw new InvalidWebhookError(`Unsupported method ${method}: use one of ${WEBHOOK_METHODS.join(', ')}.`);
+  }
+  if (isReservedEventName(options.event)) {
+    throw new InvalidWebhookError(`Event ${options.event} is reserved: the system sends it about endpoints and deliveries (an operational event).`);
   }
   assertHttpUrl(options.url);
   if (options.secret !== undefined) assertSecret(options.secret);

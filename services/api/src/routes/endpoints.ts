@@ -151,10 +151,13 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       },
     },
     async (request) =>
-      updateEndpoint(db, endpointIdOf(request.params.id), visibilityFor(request, 'endpoints:write'), {
-        ...request.body,
-        rateLimitPerS: request.body.rate_limit_per_s,
-      }),
+      updateEndpoint(
+        db,
+        endpointIdOf(request.params.id),
+        visibilityFor(request, 'endpoints:write'),
+        { ...request.body, rateLimitPerS: request.body.rate_limit_per_s },
+        { ...deps, logger: request.log },
+      ),
   );
 
   app.delete<IdParams>(
