@@ -3,7 +3,7 @@
 // the last build, so `npm run users -- ...` answers at once when nothing changed.
 // Plain JS: it runs before any build.
 const { spawnSync } = require('node:child_process');
-const { copyFileSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } = require('node:fs');
+const { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, unlinkSync, utimesSync, writeFileSync } = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -80,12 +80,28 @@ function copyAssets(root) {
   }
 }
 
-/** Compiles with tsc (incremental), copies the assets and stamps the build; exits 1 when tsc fails. */
+/** What tsc emits for a source (`x.js`, `x.js.map`, `x.d.ts`), and the assets copied beside them. */
+const OUTPUT = /(\.js|\.js\.map|\.d\.ts|\.lua)$/;
+
+/**
+ * Deletes the outputs under dist/ whose source is gone (a file moved or deleted since an earlier
+ * build): tsc never removes them, and a stale `x.js` beside a new folder `x/` wins Node's
+ * resolution of `require('./x')`, so the build would run code that no longer exists.
+ */
+function pruneStale(root) {
+  for (const file of SOURCE_DIRS.flatMap((dir) => filesIn(path.join(root, 'dist'), dir, OUTPUT))) {
+    const source = file.endsWith('.lua') ? file : file.replace(OUTPUT, '.ts');
+    if (!existsSync(path.join(root, source))) unlinkSync(path.join(root, 'dist', file));
+  }
+}
+
+/** Compiles with tsc (incremental), drops outputs of deleted sources, copies the assets and stamps the build; exits 1 when tsc fails. */
 function build(root) {
   const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
   const started = Date.now();
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(1);
+  pruneStale(root);
   copyAssets(root);
   mkdirSync(path.join(root, 'dist'), { recursive: true });
   // The time the build started: a file saved while tsc ran counts as newer next time.
@@ -110,4 +126,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { needsBuild, copyAssets, STAMP };
+module.exports = { needsBuild, copyAssets, pruneStale, STAMP };

@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../support/processes';
 
 // Plain JS, loaded as it runs: `npm run users` and the others go through it.
-const { needsBuild, copyAssets, STAMP } = require('../../scripts/run-built.js') as {
+const { needsBuild, copyAssets, pruneStale, STAMP } = require('../../scripts/run-built.js') as {
   needsBuild(root: string): boolean;
   copyAssets(root: string): void;
+  pruneStale(root: string): void;
   STAMP: string;
 };
 
@@ -86,6 +87,22 @@ describe('scripts/run-built.js: a CLI call builds only when a source changed', (
     expect(needsBuild(root)).toBe(true);
     copyAssets(root);
     expect(readFileSync(path.join(root, 'dist/shared/gate/lua/includes/now.lua'), 'utf8')).toBe('return 1\n');
+  });
+
+  it('when a source was moved or deleted since the last build, then its outputs leave dist/, so its old copy never shadows the new module', () => {
+    // shared/db/index.ts stays; shared/operations/endpoints.ts became the folder endpoints/.
+    mkdirSync(path.join(root, 'dist/shared/db'), { recursive: true });
+    mkdirSync(path.join(root, 'dist/shared/operations/endpoints'), { recursive: true });
+    mkdirSync(path.join(root, 'dist/shared/gate/lua'), { recursive: true });
+    const kept = ['dist/shared/db/index.js', 'dist/shared/db/index.js.map', 'dist/shared/config/dev-defaults.json'];
+    const stale = ['dist/shared/operations/endpoints.js', 'dist/shared/operations/endpoints.js.map', 'dist/shared/operations/endpoints.d.ts', 'dist/shared/gate/lua/gone.lua'];
+    mkdirSync(path.join(root, 'dist/shared/config'), { recursive: true });
+    for (const file of [...kept, ...stale]) writeFileSync(path.join(root, file), '');
+
+    pruneStale(root);
+
+    expect(kept.filter((file) => !existsSync(path.join(root, file)))).toEqual([]);
+    expect(stale.filter((file) => existsSync(path.join(root, file)))).toEqual([]);
   });
 
   it('when there are no TypeScript sources (the container image), then it never builds', () => {
