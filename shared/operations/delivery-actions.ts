@@ -13,7 +13,7 @@ import {
 import { findById, keyOfId, keyRange, keysAt } from '../db/partitions';
 import { eventDataOf } from '../deliveries/event-data';
 import { gateKeyOf } from '../endpoint-gate';
-import { insertSingleDelivery } from '../queue/events';
+import { insertSingleDelivery } from '../deliveries/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';

@@ -1,7 +1,7 @@
 import { QueryTypes, Transaction } from 'sequelize';
 import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
 import { gateKeyOf } from '../endpoint-gate';
-import { newIdSql } from '../queue/events';
+import { newIdSql } from '../deliveries/ids';
 import { receivesEvent } from '../deliveries/subscription';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';

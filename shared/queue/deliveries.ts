@@ -5,7 +5,7 @@ import { rawQuery } from '../db/raw-query';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
-import { insertSingleDelivery } from './events';
+import { insertSingleDelivery } from '../deliveries/events';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';

@@ -4,7 +4,8 @@ import { eventEnvelope } from '../deliveries/event-data';
 import { receivesEvent } from '../deliveries/subscription';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { EventKind, newIdAtSql, newIdSql } from './events';
+import type { EventKind } from '../deliveries/events';
+import { newIdAtSql, newIdSql } from '../deliveries/ids';
 import type { DeliveryJob } from './webhook-queue';
 
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
