@@ -5,13 +5,13 @@ import {
   InCommit,
   QueueUnavailableError,
   addOneShotJobs,
-  insertEventDeliveryJobs,
   isQueueReady,
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
 import { findById, keyOfId, keyRange, keysAt } from '../db/partitions';
 import { eventDataOf } from '../deliveries/event-data';
+import { insertEventDeliveryJobs } from '../deliveries/fan-out';
 import { gateKeyOf } from '../endpoint-gate';
 import { insertSingleDelivery } from '../deliveries/events';
 import { activeTraceparent } from '../tracing';

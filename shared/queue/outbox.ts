@@ -3,7 +3,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { markEnqueued, queueRecordedDeliveries } from './deliveries';
-import { insertEventDeliveryJobs } from './fan-out';
+import { insertEventDeliveryJobs } from '../deliveries/fan-out';
 import { currentPartitions, partitionKeyBase } from './partitions';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
 
@@ -54,7 +54,7 @@ export interface Outbox {
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
   /**
-   * For writers that put the outbox rows in their own statement (shared/queue/fan-out.ts
+   * For writers that put the outbox rows in their own statement (shared/deliveries/fan-out.ts
    * `fanOutClauses`, the api's group commit of creates): once that statement committed, adds
    * the jobs and marks the rows `enqueued_at` as {@link record} does after commit, without
    * holding up the caller; when Redis is away, the relay adds them later.

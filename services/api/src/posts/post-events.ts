@@ -34,7 +34,7 @@ export interface PostEventRecorder {
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
   /**
    * Optional: the outbox's side of creates that write their `post.created` outbox rows in the
-   * posts' own statement (shared/queue/fan-out.ts `fanOutClauses`, the group commit): adds the
+   * posts' own statement (shared/deliveries/fan-out.ts `fanOutClauses`, the group commit): adds the
    * jobs once that statement committed. Without it, creates record their events one by one
    * with `record` inside a transaction.
    */

@@ -7,7 +7,7 @@ import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } fro
 import { isOutcomeUnknown } from '../../../../shared/db';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import { rawQuery } from '../../../../shared/db/raw-query';
-import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
+import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/deliveries/fan-out';
 import { IdempotencyOwner, recordPostPid, recordPostPidsSql } from '../plugins/idempotency-store';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';

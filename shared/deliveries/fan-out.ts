@@ -1,12 +1,12 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
-import { eventEnvelope } from '../deliveries/event-data';
-import { receivesEvent } from '../deliveries/subscription';
 import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import type { EventKind } from '../deliveries/events';
-import { newIdAtSql, newIdSql } from '../deliveries/ids';
-import type { DeliveryJob } from './webhook-queue';
+import { eventEnvelope } from './event-data';
+import type { EventKind } from './events';
+import { newIdAtSql, newIdSql } from './ids';
+import { receivesEvent } from './subscription';
+import type { DeliveryJob } from '../queue/webhook-queue';
 
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
@@ -30,7 +30,7 @@ export interface EventFanOut {
 /**
  * Writes the event's `webhook_events` row (DESIGN §3: its body stored once, also when nobody
  * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per
- * endpoint that receives the event (shared/deliveries/subscription.ts: active, subscribed,
+ * endpoint that receives the event (subscription.ts: active, subscribed,
  * operator or the owner's own, filter), inside `transaction`, with `enqueued_at` NULL (the
  * caller queues them after commit, or the outbox relay does). Each row belongs to its
  * endpoint's owner (`user_id`, null for an operator endpoint). The body is the DESIGN §7
