@@ -6,7 +6,7 @@ import { databasePlugin } from '../../../shared/http/database-plugin';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
-import { insertDeliveries } from '../../../shared/queue/outbox';
+import { insertDeliveries } from '../../../shared/deliveries/post-events';
 import { type RedisClient, createRedis, describeRedisTarget, logRedisOutages } from '../../../shared/redis';
 import { createImageStore } from '../../api/src/images/image-store';
 import { createPostCache } from '../../api/src/posts/post-cache';
