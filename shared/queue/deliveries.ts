@@ -1,10 +1,11 @@
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
-import { findById, findByIds, keyOfId, keyRange } from '../db/partitions';
-import { rawQuery } from '../db/raw-query';
+import { findById, keyOfId } from '../db/partitions';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
+import { gateKeysOf } from '../deliveries/delivery-gates';
+import { markEnqueued } from '../deliveries/enqueued-mark';
 import { insertSingleDelivery } from '../deliveries/events';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
@@ -128,39 +129,11 @@ export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: re
 async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Promise<DeliveryJob[]> {
   const unknown = jobs.filter((job) => job.gate === undefined).map((job) => job.deliveryId);
   if (unknown.length === 0) return [...jobs];
-  const rows = await findByIds(unknown, (ids, keys) =>
-    rawQuery<{ id: string; endpoint_id: number | null; url: string }>(sequelize, {
-      name: 'outbox-gate-keys',
-      text: `SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
-      values: [ids, ...keys],
-    }),
-  );
-  const gates = new Map(rows.map((row) => [row.id, gateKeyOf({ endpointId: row.endpoint_id, url: row.url })]));
+  const gates = await gateKeysOf(sequelize, unknown);
   return jobs.flatMap((job) => {
     const gate = job.gate ?? gates.get(job.deliveryId);
     return gate === undefined ? [] : [{ ...job, gate }];
   });
-}
-
-/**
- * Sets `enqueued_at` on delivery rows whose jobs are in the queue, skipping rows another
- * transaction holds. The job is already in Redis, so a worker may be claiming some of these
- * rows in a batch of its own: waiting for them, while holding the rest, let the two statements
- * lock the same rows in opposite orders, a deadlock PostgreSQL resolves only after its
- * `deadlock_timeout` (1 s), by failing one of them. A skipped row loses nothing: the claim sets
- * `enqueued_at` itself, and a row left pending and unmarked is added again by the relay.
- */
-export async function markEnqueued(sequelize: Sequelize, ids: string[], transaction?: Transaction): Promise<void> {
-  const sql = `UPDATE webhook_deliveries w SET enqueued_at = now(), updated_at = now()
-    FROM (SELECT id, created_at FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')} FOR UPDATE SKIP LOCKED) unheld
-   WHERE w.id = unheld.id AND w.created_at = unheld.created_at AND ${keyRange('w.created_at', '$2', '$3')}
-   RETURNING w.id`;
-  await findByIds(ids, (some, keys) =>
-    // Outside a transaction this runs after every batch of creates: a prepared statement, past Sequelize's pipeline.
-    transaction
-      ? sequelize.query<{ id: string }>(sql, { bind: [some, ...keys], transaction, type: QueryTypes.SELECT })
-      : rawQuery<{ id: string }>(sequelize, { name: 'outbox-mark-enqueued', text: sql, values: [some, ...keys] }),
-  );
 }
 
 /**

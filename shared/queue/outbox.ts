@@ -2,8 +2,9 @@ import type { RedisClient } from '../redis';
 import { QueryTypes, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { markEnqueued, queueRecordedDeliveries } from './deliveries';
+import { markEnqueued } from '../deliveries/enqueued-mark';
 import { insertDeliveryJobs, type PostEvent } from '../deliveries/post-events';
+import { queueRecordedDeliveries } from './deliveries';
 import { currentPartitions, partitionKeyBase } from './partitions';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
 
