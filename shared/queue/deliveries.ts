@@ -1,12 +1,12 @@
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
-import type { Database, DeliveryStatus } from '../db';
-import { findById, keyOfId } from '../db/partitions';
+import type { Sequelize, Transaction } from 'sequelize';
+import type { Database } from '../db';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
 import { gateKeysOf } from '../deliveries/delivery-gates';
 import { markEnqueued } from '../deliveries/enqueued-mark';
 import { insertSingleDelivery } from '../deliveries/events';
+import { findDeliveryState, Reattempt, reopenForRedelivery, rollBackReattempts } from '../deliveries/reattempt';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
@@ -146,32 +146,29 @@ async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Pr
  * @throws QueueUnavailableError when Redis is away; the delivery is left as it was
  */
 export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
-  const { sequelize } = deps.db;
-  const byId = `id = $1 AND ${keyOfId('created_at', '$2')}`;
-  const [delivery] = await findById(id, (key) =>
-    sequelize.query<{ status: DeliveryStatus; endpoint_id: number | null; url: string; created_at: Date }>(
-      `SELECT status, endpoint_id, url, created_at FROM webhook_deliveries WHERE ${byId}`,
-      { bind: [id, key], type: QueryTypes.SELECT },
-    ),
-  );
+  const delivery = await findDeliveryState(deps.db.sequelize, id);
   if (!delivery) throw new DeliveryNotFoundError(id);
-  // The row's own partition key from here on: a legacy row's names the legacy partition.
-  const key = delivery.created_at;
-  const previous = delivery.status;
-  if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
+  if (delivery.status === 'pending' || delivery.status === 'delivering') throw new DeliveryInProgressError(id);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const claimed = await sequelize.query<{ id: string }>(
-    `UPDATE webhook_deliveries SET status = 'pending', enqueued_at = now(), next_attempt_at = now(), one_shot = true, updated_at = now()
-      WHERE ${byId} AND status = $3 RETURNING id`,
-    { bind: [id, key, previous], type: QueryTypes.SELECT },
-  );
-  if (claimed.length === 0) throw new DeliveryInProgressError(id);
+  const reattempt = await reopenForRedelivery(deps.db.sequelize, delivery);
+  if (!reattempt) throw new DeliveryInProgressError(id);
+  await queueReattempts(deps, [reattempt]);
+}
+
+/**
+ * Adds the `redeliver` job of each delivery a redelivery or recovery made pending
+ * (shared/deliveries/reattempt.ts); when that fails, puts the rows back as they were.
+ *
+ * @throws QueueUnavailableError when Redis is away or fails
+ */
+export async function queueReattempts(deps: DeliveryDeps, reattempts: readonly Reattempt[]): Promise<void> {
   try {
-    await addOneShotJobs(deps.queue, [{ deliveryId: id, gate: gateKeyOf({ endpointId: delivery.endpoint_id, url: delivery.url }) }]);
+    await addOneShotJobs(
+      deps.queue,
+      reattempts.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }) })),
+    );
   } catch (error) {
-    await sequelize.query(`UPDATE webhook_deliveries SET status = $3, one_shot = false, updated_at = now() WHERE ${byId} AND status = 'pending'`, {
-      bind: [id, key, previous],
-    });
+    await rollBackReattempts(deps.db.sequelize, reattempts);
     throw error;
   }
 }
