@@ -1,9 +1,10 @@
 import type { RedisClient } from '../redis';
-import { QueryTypes, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { markEnqueued } from '../deliveries/enqueued-mark';
 import { insertDeliveryJobs, type PostEvent } from '../deliveries/post-events';
+import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from '../deliveries/relay-rows';
 import { queueRecordedDeliveries } from './deliveries';
 import { currentPartitions, partitionKeyBase } from './partitions';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
@@ -85,18 +86,6 @@ export interface Outbox {
   relayOnce(): Promise<RelayResult>;
 }
 
-interface PendingRow {
-  id: string;
-  endpoint_id: number | null;
-  url: string;
-  next_attempt_at: Date | null;
-  attempts: number;
-  one_shot: boolean;
-}
-
-const ROW_FIELDS = 'id, endpoint_id, url, next_attempt_at, attempts, one_shot';
-const QUEUED = `status IN ('pending', 'delivering') AND enqueued_at IS NOT NULL`;
-
 /**
  * Creates the transactional outbox of DESIGN §6 and its relay.
  * Delivery is at-least-once: a row can reach the queue twice, and the BullMQ job id (the
@@ -116,12 +105,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   async function relayPending(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
-      const rows = await sequelize.query<PendingRow>(
-        `SELECT ${ROW_FIELDS} FROM webhook_deliveries
-          WHERE status = 'pending' AND enqueued_at IS NULL AND created_at < now() - interval '1 second'
-          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        { bind: [batchSize], type: QueryTypes.SELECT, transaction },
-      );
+      const rows = await lockUnqueued(sequelize, transaction, batchSize);
       if (rows.length === 0) return 0;
       await addDeliveryJobs(queue, rows.map(toJob));
       await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
@@ -142,10 +126,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
     let after = '';
     let added = 0;
     for (;;) {
-      const rows = await sequelize.query<PendingRow>(
-        `SELECT ${ROW_FIELDS} FROM webhook_deliveries WHERE ${QUEUED} AND id > $1 ORDER BY id LIMIT $2`,
-        { bind: [after, batchSize], type: QueryTypes.SELECT },
-      );
+      const rows = await queuedAfter(sequelize, after, batchSize);
       if (rows.length === 0) return added;
       await addDeliveryJobs(queue, rows.map(toJob));
       added += rows.length;
@@ -155,13 +136,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   async function reviveLost(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
-      const rows = await sequelize.query<PendingRow>(
-        `SELECT ${ROW_FIELDS} FROM webhook_deliveries
-          WHERE ${QUEUED} AND updated_at < now() - $1 * interval '1 millisecond'
-            AND (next_attempt_at IS NULL OR next_attempt_at < now() - $1 * interval '1 millisecond')
-          ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        { bind: [reviveAfterMs, batchSize], type: QueryTypes.SELECT, transaction },
-      );
+      const rows = await lockStaleQueued(sequelize, transaction, reviveAfterMs, batchSize);
       if (rows.length === 0) return 0;
       const jobs = rows.map(toJob);
       const lost: DeliveryJob[] = [];
@@ -272,7 +247,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   };
 }
 
-function toJob(row: PendingRow): DeliveryJob {
+function toJob(row: RelayRow): DeliveryJob {
   const delayMs = row.next_attempt_at && !row.one_shot ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
   return {
     deliveryId: row.id,
