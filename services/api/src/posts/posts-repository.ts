@@ -7,7 +7,8 @@ import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } fro
 import { isOutcomeUnknown } from '../../../../shared/db';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import { rawQuery } from '../../../../shared/db/raw-query';
-import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/deliveries/fan-out';
+import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../../../../shared/deliveries/envelope-pieces';
+import { FannedOutEvent, fanOutClauses, jobsOfEvent } from '../../../../shared/deliveries/fan-out';
 import { IdempotencyOwner, recordPostPid, recordPostPidsSql } from '../plugins/idempotency-store';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
@@ -100,9 +101,6 @@ const INSERT_WITH_RANDOM_PIDS = `INSERT INTO posts (post_uuid, user_id, post_tit
 /** The outbox body's values only PostgreSQL knows until the insert runs, in their order in the event data. */
 const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
 
-/** A timestamp as the JSON string Date.prototype.toISOString() writes (milliseconds truncated, as node-postgres reads them). */
-const isoJson = (column: string) => `'"' || to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`;
-
 /**
  * A batch of creates with their `post.created` outbox rows in one statement: $1..$5 the posts'
  * uuid, user_id, title, body, image; $6..$9 the pieces of each envelope around pid, created_at
@@ -150,7 +148,7 @@ function createStatement(random: boolean): string {
       ${recordPostPidsSql('inserted p JOIN input i ON i.post_uuid = p.post_uuid', { pid: 'p.pid', principal: 'i.claim_principal', key: 'i.claim_key' })}
     ), source AS (
       SELECT i.ord, p.user_id AS owner_id, i.traceparent,
-             i.piece0 || p.pid::text || i.piece1 || ${isoJson('p.created_at')} || i.piece2 || ${isoJson('p.updated_at')} || i.piece3 AS body
+             ${joinEnvelopeSql(['i.piece0', 'i.piece1', 'i.piece2', 'i.piece3'], ['p.pid::text', isoJsonSql('p.created_at'), isoJsonSql('p.updated_at')])} AS body
         FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
     ), ${fanOutClauses('$11::text')}
     SELECT p.*, f.delivery_ids, f.endpoint_ids
