@@ -10,13 +10,13 @@ import {
   redeliverWebhook,
 } from '../queue';
 import { findById, keyOfId } from '../db/partitions';
-import { eventDataOf } from '../deliveries/event-data';
+import { eventDataOf, eventEnvelope } from '../deliveries/event-data';
 import { insertEventDeliveryJobs } from '../deliveries/fan-out';
 import { reopenFailedForRecovery } from '../deliveries/reattempt';
 import { gateKeyOf } from '../endpoint-gate';
 import { insertSingleDelivery } from '../deliveries/events';
 import { activeTraceparent } from '../tracing';
-import { newWebhookId, serializeEnvelope } from '../webhook/signing';
+import { newWebhookId } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError } from './errors';
@@ -86,7 +86,7 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
     id,
     kind: 'test',
     event: 'webhook.test',
-    body: serializeEnvelope(data, { event: 'webhook.test', signable: true }),
+    body: eventEnvelope('webhook.test', data),
     endpointId: endpoint.id,
     userId: endpoint.userId,
     url: endpoint.url,
