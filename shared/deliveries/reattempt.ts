@@ -2,8 +2,8 @@ import { QueryTypes, type Sequelize } from 'sequelize';
 import type { DeliveryStatus } from '../db';
 import { findById, keyOfId, keyRange, keysAt } from '../db/partitions';
 
-/** A delivery row as a redelivery reads it first. */
-export interface DeliveryState {
+/** A delivery row as a redelivery reads it first, whatever its status. */
+export interface RedeliveryCandidate {
   id: string;
   status: DeliveryStatus;
   endpoint_id: number | null;
@@ -29,9 +29,9 @@ export interface Reattempt {
 const REOPEN = `status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()`;
 
 /** The delivery `id`, or undefined when there is none (DESIGN §3: its day's partition, then the legacy one). */
-export async function findDeliveryState(sequelize: Sequelize, id: string): Promise<DeliveryState | undefined> {
+export async function findRedeliveryCandidate(sequelize: Sequelize, id: string): Promise<RedeliveryCandidate | undefined> {
   const [row] = await findById(id, (key) =>
-    sequelize.query<Omit<DeliveryState, 'id'>>(`SELECT status, endpoint_id, url, created_at FROM webhook_deliveries WHERE id = $1 AND ${keyOfId('created_at', '$2')}`, {
+    sequelize.query<Omit<RedeliveryCandidate, 'id'>>(`SELECT status, endpoint_id, url, created_at FROM webhook_deliveries WHERE id = $1 AND ${keyOfId('created_at', '$2')}`, {
       bind: [id, key],
       type: QueryTypes.SELECT,
     }),
@@ -45,7 +45,7 @@ export async function findDeliveryState(sequelize: Sequelize, id: string): Promi
  *
  * @returns the reattempt, or null when the delivery changed meanwhile
  */
-export async function reopenForRedelivery(sequelize: Sequelize, delivery: DeliveryState): Promise<Reattempt | null> {
+export async function reopenForRedelivery(sequelize: Sequelize, delivery: RedeliveryCandidate): Promise<Reattempt | null> {
   const { status } = delivery;
   if (status !== 'succeeded' && status !== 'failed') return null;
   const reopened = await sequelize.query<{ id: string }>(

@@ -6,7 +6,7 @@ import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } 
 import { gateKeysOf } from '../deliveries/delivery-gates';
 import { markEnqueued } from '../deliveries/enqueued-mark';
 import { insertSingleDelivery } from '../deliveries/events';
-import { findDeliveryState, Reattempt, reopenForRedelivery, rollBackReattempts } from '../deliveries/reattempt';
+import { findRedeliveryCandidate, Reattempt, reopenForRedelivery, rollBackReattempts } from '../deliveries/reattempt';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
@@ -146,7 +146,7 @@ async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Pr
  * @throws QueueUnavailableError when Redis is away; the delivery is left as it was
  */
 export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
-  const delivery = await findDeliveryState(deps.db.sequelize, id);
+  const delivery = await findRedeliveryCandidate(deps.db.sequelize, id);
   if (!delivery) throw new DeliveryNotFoundError(id);
   if (delivery.status === 'pending' || delivery.status === 'delivering') throw new DeliveryInProgressError(id);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
