@@ -3,7 +3,7 @@ import pino from 'pino';
 import { createDatabase } from '../shared/db';
 import { DAY_MS } from '../shared/db/partitions';
 import { createMigrator } from '../shared/db/migrate';
-import { insertEventDeliveryJobs } from '../shared/queue';
+import { insertEventDeliveryJobs } from '../shared/deliveries/fan-out';
 import { createRetention } from '../services/webhook-worker/src/retention';
 import { BenchDatabase, createBenchDatabase, withClient } from './lib/bench-database';
 import { formatNumber, formatSection, Section } from './lib/report';

@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import { insertEventDeliveryJobs } from '../queue/fan-out';
+import { insertEventDeliveryJobs } from './fan-out';
 import type { DeliveryJob } from '../queue/webhook-queue';
 import type { OperationalEvent } from './operational-event-names';
 
@@ -16,7 +16,7 @@ export interface AboutEndpoint {
 /**
  * Writes an operational event inside `transaction` (the one that made the change it
  * announces) through the ordinary fan-out: an event row of kind `operational` and one
- * delivery per endpoint that receives it (shared/deliveries/subscription.ts): those that
+ * delivery per endpoint that receives it (subscription.ts): those that
  * list the event by name in `events` (an empty list does not take it), among the operator
  * endpoints and, for a user's endpoint, that user's own, whose filter matches `data`; never
  * the endpoint it is about (DESIGN §6 rev 4).

@@ -4,19 +4,20 @@ import {
   DeliveryNotFoundError,
   InCommit,
   QueueUnavailableError,
-  addOneShotJobs,
-  insertEventDeliveryJobs,
   isQueueReady,
+  queueReattempts,
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
-import { findById, keyOfId, keyRange, keysAt } from '../db/partitions';
-import { eventDataOf } from '../deliveries/event-data';
+import { findById, keyOfId } from '../db/partitions';
+import { eventDataOf, eventEnvelope } from '../deliveries/event-data';
+import { insertEventDeliveryJobs } from '../deliveries/fan-out';
 import { isReservedEventName } from '../deliveries/operational-event-names';
+import { reopenFailedForRecovery } from '../deliveries/reattempt';
 import { gateKeyOf } from '../endpoint-gate';
-import { insertSingleDelivery } from '../queue/events';
+import { insertSingleDelivery } from '../deliveries/events';
 import { activeTraceparent } from '../tracing';
-import { newWebhookId, serializeEnvelope } from '../webhook/signing';
+import { newWebhookId } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReservedEventNameError } from './errors';
@@ -64,32 +65,9 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
   if (!endpoint) throw new EndpointNotFoundError(endpointId);
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const rows = await deps.db.sequelize.query<{ id: string; endpoint_id: number | null; url: string; created_at: Date }>(
-    `UPDATE webhook_deliveries
-        SET status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()
-      WHERE status = 'failed' AND id IN (
-        SELECT d.id FROM webhook_deliveries d
-         WHERE d.endpoint_id = $1 AND d.status = 'failed'
-           AND coalesce((SELECT max(a.attempted_at) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.updated_at) >= $2
-         ORDER BY d.created_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED)
-      RETURNING id, endpoint_id, url, created_at`,
-    { bind: [endpointId, since, RECOVER_LIMIT], type: QueryTypes.SELECT },
-  );
-  const ids = rows.map((row) => row.id);
-  try {
-    await addOneShotJobs(
-      deps.queue,
-      rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }) })),
-    );
-  } catch (error) {
-    // The rows' own keys: a legacy row's names the legacy partition whatever its id reads as.
-    await deps.db.sequelize.query(
-      `UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')} AND status = 'pending'`,
-      { bind: [ids, ...keysAt(rows.map((row) => row.created_at))] },
-    );
-    throw error;
-  }
-  return ids.length;
+  const reattempts = await reopenFailedForRecovery(deps.db.sequelize, endpointId, since, RECOVER_LIMIT);
+  await queueReattempts(deps, reattempts);
+  return reattempts.length;
 }
 
 /**
@@ -109,7 +87,7 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
     id,
     kind: 'test',
     event: 'webhook.test',
-    body: serializeEnvelope(data, { event: 'webhook.test', signable: true }),
+    body: eventEnvelope('webhook.test', data),
     endpointId: endpoint.id,
     userId: endpoint.userId,
     url: endpoint.url,

@@ -1,8 +1,6 @@
-import { QueryTypes, Transaction } from 'sequelize';
 import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
 import { gateKeyOf } from '../endpoint-gate';
-import { newIdSql } from '../queue/events';
-import { receivesEvent } from '../deliveries/subscription';
+import { insertReplayDeliveries } from '../deliveries/replay';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';
 import type { Viewer } from './viewer';
@@ -11,37 +9,6 @@ import type { Viewer } from './viewer';
 export const REPLAY_LIMIT = 10_000;
 
 const DAY_MS = 86_400_000;
-
-// The endpoint's row is locked by a statement of its own, before REPLAY: under READ COMMITTED
-// each statement reads a snapshot taken when it starts, so REPLAY then sees every delivery a
-// replay that held the lock before committed (DESIGN §3 rev 4: one delivery per event and
-// endpoint). Locked inside REPLAY itself, the wait for the lock would come after its snapshot,
-// and two replays arriving together would both insert. A fan-out writes its event and that
-// event's deliveries in one commit, so REPLAY sees either both or neither.
-const LOCK_ENDPOINT = `SELECT id FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`;
-
-// A delivery is never older than its event, so `d.created_at >= $2` bounds the partitions the
-// check reads. A replay's delivery is made now, in today's partition; the worker reads its
-// older event's body by that event's own key. Which events the endpoint receives is the
-// fan-out's own rule (shared/deliveries/subscription.ts), applied to the endpoint as it is now.
-const REPLAY = `
-  WITH ep AS (
-    SELECT * FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL
-  ), chosen AS (
-    SELECT e.id, e.event, e.created_at
-      FROM webhook_events e CROSS JOIN ep
-     WHERE e.kind IN ('post', 'fan-out') AND e.created_at >= $2
-       AND ${receivesEvent('ep', { kind: 'e.kind', event: 'e.event', owner: 'e.user_id', body: 'e.body' })}
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id AND d.created_at >= $2)
-     ORDER BY e.created_at, e.id
-     LIMIT $3
-  )
-  INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id)
-  SELECT n.id, webhook_id_time(n.id), n.event_id, n.endpoint_id, n.url, n.event, n.user_id
-    FROM (SELECT ${newIdSql('msg_')} AS id, c.id AS event_id, ep.id AS endpoint_id, ep.url, c.event, ep.user_id
-            FROM chosen c CROSS JOIN ep
-           ORDER BY c.created_at, c.id OFFSET 0) n
-  RETURNING id`;
 
 /**
  * `POST /endpoints/{id}/replay` (DESIGN §14): every post change or fan-out event made at or
@@ -61,13 +28,9 @@ export async function replayEndpoint(deps: DeliveryDeps, endpointId: number, vie
   if (!endpoint) throw new EndpointNotFoundError(endpointId);
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const { sequelize } = deps.db;
-  const rows = await sequelize.transaction({ isolationLevel: Transaction.ISOLATION_LEVELS.READ_COMMITTED }, async (transaction) => {
-    await sequelize.query(LOCK_ENDPOINT, { bind: [endpointId], type: QueryTypes.SELECT, transaction });
-    return sequelize.query<{ id: string }>(REPLAY, { bind: [endpointId, since, REPLAY_LIMIT], type: QueryTypes.SELECT, transaction });
-  });
+  const ids = await insertReplayDeliveries(deps.db.sequelize, endpointId, since, REPLAY_LIMIT);
   const gate = gateKeyOf({ endpointId, url: '' });
-  const jobs: DeliveryJob[] = rows.map((row) => ({ deliveryId: row.id, gate }));
+  const jobs: DeliveryJob[] = ids.map((deliveryId) => ({ deliveryId, gate }));
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.length;
 }

@@ -1,12 +1,13 @@
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
-import type { Database, DeliveryStatus } from '../db';
-import { findById, findByIds, keyOfId, keyRange } from '../db/partitions';
-import { rawQuery } from '../db/raw-query';
+import type { Sequelize, Transaction } from 'sequelize';
+import type { Database } from '../db';
 import { isReservedEventName } from '../deliveries/operational-event-names';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
-import { insertSingleDelivery } from './events';
+import { gateKeysOf } from '../deliveries/delivery-gates';
+import { markEnqueued } from '../deliveries/enqueued-mark';
+import { insertSingleDelivery } from '../deliveries/events';
+import { findRedeliveryCandidate, Reattempt, reopenForRedelivery, rollBackReattempts } from '../deliveries/reattempt';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
@@ -132,39 +133,11 @@ export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: re
 async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Promise<DeliveryJob[]> {
   const unknown = jobs.filter((job) => job.gate === undefined).map((job) => job.deliveryId);
   if (unknown.length === 0) return [...jobs];
-  const rows = await findByIds(unknown, (ids, keys) =>
-    rawQuery<{ id: string; endpoint_id: number | null; url: string }>(sequelize, {
-      name: 'outbox-gate-keys',
-      text: `SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
-      values: [ids, ...keys],
-    }),
-  );
-  const gates = new Map(rows.map((row) => [row.id, gateKeyOf({ endpointId: row.endpoint_id, url: row.url })]));
+  const gates = await gateKeysOf(sequelize, unknown);
   return jobs.flatMap((job) => {
     const gate = job.gate ?? gates.get(job.deliveryId);
     return gate === undefined ? [] : [{ ...job, gate }];
   });
-}
-
-/**
- * Sets `enqueued_at` on delivery rows whose jobs are in the queue, skipping rows another
- * transaction holds. The job is already in Redis, so a worker may be claiming some of these
- * rows in a batch of its own: waiting for them, while holding the rest, let the two statements
- * lock the same rows in opposite orders, a deadlock PostgreSQL resolves only after its
- * `deadlock_timeout` (1 s), by failing one of them. A skipped row loses nothing: the claim sets
- * `enqueued_at` itself, and a row left pending and unmarked is added again by the relay.
- */
-export async function markEnqueued(sequelize: Sequelize, ids: string[], transaction?: Transaction): Promise<void> {
-  const sql = `UPDATE webhook_deliveries w SET enqueued_at = now(), updated_at = now()
-    FROM (SELECT id, created_at FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')} FOR UPDATE SKIP LOCKED) unheld
-   WHERE w.id = unheld.id AND w.created_at = unheld.created_at AND ${keyRange('w.created_at', '$2', '$3')}
-   RETURNING w.id`;
-  await findByIds(ids, (some, keys) =>
-    // Outside a transaction this runs after every batch of creates: a prepared statement, past Sequelize's pipeline.
-    transaction
-      ? sequelize.query<{ id: string }>(sql, { bind: [some, ...keys], transaction, type: QueryTypes.SELECT })
-      : rawQuery<{ id: string }>(sequelize, { name: 'outbox-mark-enqueued', text: sql, values: [some, ...keys] }),
-  );
 }
 
 /**
@@ -177,32 +150,29 @@ export async function markEnqueued(sequelize: Sequelize, ids: string[], transact
  * @throws QueueUnavailableError when Redis is away; the delivery is left as it was
  */
 export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
-  const { sequelize } = deps.db;
-  const byId = `id = $1 AND ${keyOfId('created_at', '$2')}`;
-  const [delivery] = await findById(id, (key) =>
-    sequelize.query<{ status: DeliveryStatus; endpoint_id: number | null; url: string; created_at: Date }>(
-      `SELECT status, endpoint_id, url, created_at FROM webhook_deliveries WHERE ${byId}`,
-      { bind: [id, key], type: QueryTypes.SELECT },
-    ),
-  );
+  const delivery = await findRedeliveryCandidate(deps.db.sequelize, id);
   if (!delivery) throw new DeliveryNotFoundError(id);
-  // The row's own partition key from here on: a legacy row's names the legacy partition.
-  const key = delivery.created_at;
-  const previous = delivery.status;
-  if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
+  if (delivery.status === 'pending' || delivery.status === 'delivering') throw new DeliveryInProgressError(id);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const claimed = await sequelize.query<{ id: string }>(
-    `UPDATE webhook_deliveries SET status = 'pending', enqueued_at = now(), next_attempt_at = now(), one_shot = true, updated_at = now()
-      WHERE ${byId} AND status = $3 RETURNING id`,
-    { bind: [id, key, previous], type: QueryTypes.SELECT },
-  );
-  if (claimed.length === 0) throw new DeliveryInProgressError(id);
+  const reattempt = await reopenForRedelivery(deps.db.sequelize, delivery);
+  if (!reattempt) throw new DeliveryInProgressError(id);
+  await queueReattempts(deps, [reattempt]);
+}
+
+/**
+ * Adds the `redeliver` job of each delivery a redelivery or recovery made pending
+ * (shared/deliveries/reattempt.ts); when that fails, puts the rows back as they were.
+ *
+ * @throws QueueUnavailableError when Redis is away or fails
+ */
+export async function queueReattempts(deps: DeliveryDeps, reattempts: readonly Reattempt[]): Promise<void> {
   try {
-    await addOneShotJobs(deps.queue, [{ deliveryId: id, gate: gateKeyOf({ endpointId: delivery.endpoint_id, url: delivery.url }) }]);
+    await addOneShotJobs(
+      deps.queue,
+      reattempts.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }) })),
+    );
   } catch (error) {
-    await sequelize.query(`UPDATE webhook_deliveries SET status = $3, one_shot = false, updated_at = now() WHERE ${byId} AND status = 'pending'`, {
-      bind: [id, key, previous],
-    });
+    await rollBackReattempts(deps.db.sequelize, reattempts);
     throw error;
   }
 }

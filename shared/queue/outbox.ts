@@ -1,14 +1,13 @@
 import type { RedisClient } from '../redis';
-import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { markEnqueued, queueRecordedDeliveries } from './deliveries';
-import { insertEventDeliveryJobs } from './fan-out';
+import { markEnqueued } from '../deliveries/enqueued-mark';
+import { insertDeliveryJobs, type PostEvent } from '../deliveries/post-events';
+import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from '../deliveries/relay-rows';
+import { queueRecordedDeliveries } from './deliveries';
 import { currentPartitions, partitionKeyBase } from './partitions';
 import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
-
-/** The post events of DESIGN §6. */
-export type PostEvent = 'post.created' | 'post.updated' | 'post.deleted';
 
 /** Dependencies and tuning of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -54,7 +53,7 @@ export interface Outbox {
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
   /**
-   * For writers that put the outbox rows in their own statement (shared/queue/fan-out.ts
+   * For writers that put the outbox rows in their own statement (shared/deliveries/fan-out.ts
    * `fanOutClauses`, the api's group commit of creates): once that statement committed, adds
    * the jobs and marks the rows `enqueued_at` as {@link record} does after commit, without
    * holding up the caller; when Redis is away, the relay adds them later.
@@ -87,18 +86,6 @@ export interface Outbox {
   relayOnce(): Promise<RelayResult>;
 }
 
-interface PendingRow {
-  id: string;
-  endpoint_id: number | null;
-  url: string;
-  next_attempt_at: Date | null;
-  attempts: number;
-  one_shot: boolean;
-}
-
-const ROW_FIELDS = 'id, endpoint_id, url, next_attempt_at, attempts, one_shot';
-const QUEUED = `status IN ('pending', 'delivering') AND enqueued_at IS NOT NULL`;
-
 /**
  * Creates the transactional outbox of DESIGN §6 and its relay.
  * Delivery is at-least-once: a row can reach the queue twice, and the BullMQ job id (the
@@ -118,12 +105,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   async function relayPending(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
-      const rows = await sequelize.query<PendingRow>(
-        `SELECT ${ROW_FIELDS} FROM webhook_deliveries
-          WHERE status = 'pending' AND enqueued_at IS NULL AND created_at < now() - interval '1 second'
-          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        { bind: [batchSize], type: QueryTypes.SELECT, transaction },
-      );
+      const rows = await lockUnqueued(sequelize, transaction, batchSize);
       if (rows.length === 0) return 0;
       await addDeliveryJobs(queue, rows.map(toJob));
       await markEnqueued(sequelize, rows.map((row) => row.id), transaction);
@@ -144,10 +126,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
     let after = '';
     let added = 0;
     for (;;) {
-      const rows = await sequelize.query<PendingRow>(
-        `SELECT ${ROW_FIELDS} FROM webhook_deliveries WHERE ${QUEUED} AND id > $1 ORDER BY id LIMIT $2`,
-        { bind: [after, batchSize], type: QueryTypes.SELECT },
-      );
+      const rows = await queuedAfter(sequelize, after, batchSize);
       if (rows.length === 0) return added;
       await addDeliveryJobs(queue, rows.map(toJob));
       added += rows.length;
@@ -157,13 +136,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   async function reviveLost(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
-      const rows = await sequelize.query<PendingRow>(
-        `SELECT ${ROW_FIELDS} FROM webhook_deliveries
-          WHERE ${QUEUED} AND updated_at < now() - $1 * interval '1 millisecond'
-            AND (next_attempt_at IS NULL OR next_attempt_at < now() - $1 * interval '1 millisecond')
-          ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        { bind: [reviveAfterMs, batchSize], type: QueryTypes.SELECT, transaction },
-      );
+      const rows = await lockStaleQueued(sequelize, transaction, reviveAfterMs, batchSize);
       if (rows.length === 0) return 0;
       const jobs = rows.map(toJob);
       const lost: DeliveryJob[] = [];
@@ -274,38 +247,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   };
 }
 
-/**
- * The outbox's write without the enqueue: one `webhook_deliveries` row per active endpoint
- * subscribed to `event`, among the operator endpoints and those of the post's owner
- * (`data.user_id`; DESIGN §6 ownership), inside `transaction`, with `enqueued_at` NULL. A
- * process without a queue (the receiver) records events this way and the api's relay queues
- * them within OUTBOX_RELAY_INTERVAL_MS; {@link Outbox.record} adds the immediate enqueue after commit.
- *
- * @param data - the event data of DESIGN §6 (`pid`, `uuid`, `user_id`, ...)
- * @returns the new delivery ids (webhook-ids), none when no endpoint subscribes
- * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
- */
-export async function insertDeliveries(
-  sequelize: Sequelize,
-  transaction: Transaction,
-  event: PostEvent,
-  data: object,
-): Promise<string[]> {
-  return (await insertDeliveryJobs(sequelize, transaction, event, data)).map((job) => job.deliveryId);
-}
-
-/** {@link insertDeliveries}, returning each row as the job to add, with its endpoint's gate key. */
-async function insertDeliveryJobs(sequelize: Sequelize, transaction: Transaction, event: PostEvent, data: object): Promise<DeliveryJob[]> {
-  return insertEventDeliveryJobs(sequelize, transaction, { kind: 'post', event, data, ownerUserId: ownerOf(data) });
-}
-
-/** The post's owner (`data.user_id`), whose own endpoints also receive the event. */
-function ownerOf(data: object): number | null {
-  const owner = (data as { user_id?: unknown }).user_id;
-  return typeof owner === 'number' ? owner : null;
-}
-
-function toJob(row: PendingRow): DeliveryJob {
+function toJob(row: RelayRow): DeliveryJob {
   const delayMs = row.next_attempt_at && !row.one_shot ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
   return {
     deliveryId: row.id,

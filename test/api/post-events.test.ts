@@ -19,7 +19,11 @@ describe('post events (DESIGN §6)', () => {
   let alice: TestUser;
   const recorded: Recorded[] = [];
 
-  /** Records what each event saw, inside and outside the post's transaction. */
+  /**
+   * Records what each event of an update or a delete saw, inside and outside the post's
+   * transaction; a create writes its event in the post's own statement, and its rows wait
+   * for the relay here.
+   */
   function createObservingRecorder(): PostEventRecorder {
     const exists = async (pid: number, transaction?: Transaction) =>
       (await harness.db.sequelize.query('SELECT 1 FROM posts WHERE pid = $1', { bind: [pid], type: QueryTypes.SELECT, transaction })).length > 0;
@@ -27,6 +31,7 @@ describe('post events (DESIGN §6)', () => {
       async record(transaction, event, data) {
         recorded.push({ event, data, existsInside: await exists(data.pid, transaction), existsOutside: await exists(data.pid) });
       },
+      queueCommitted: () => undefined,
     };
   }
 
@@ -34,7 +39,17 @@ describe('post events (DESIGN §6)', () => {
     record: async () => {
       throw new Error('outbox unavailable');
     },
+    queueCommitted: () => undefined,
   };
+
+  /** The `_data` of the `post.created` event of `pid`, as its row holds it. */
+  async function createdEventData(pid: number): Promise<unknown> {
+    const events = await harness.db.sequelize.query<{ body: string }>(
+      `SELECT body FROM webhook_events WHERE kind = 'post' AND event = 'post.created' AND body::jsonb -> '_data' ->> 'pid' = $1`,
+      { bind: [String(pid)], type: QueryTypes.SELECT },
+    );
+    return events.map((event) => JSON.parse(event.body)._data as unknown);
+  }
 
   beforeAll(async () => {
     harness = await createApiHarness();
@@ -46,17 +61,30 @@ describe('post events (DESIGN §6)', () => {
   it('when a post is created, updated and deleted, then each write records its event with the data inside its transaction', async () => {
     const b = await harness.start('b', {}, { postEvents: createObservingRecorder() });
     const pid = Number((await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'T', content: 'C' } })).json().pid);
+    const created = await findPost(harness.db, pid);
     await b.request({ method: 'PUT', url: `/api/v1/posts/${pid}`, headers: alice.headers, payload: { title: 'T2', content: 'C2' } });
     const row = await findPost(harness.db, pid);
     await b.request({ method: 'DELETE', url: `/api/v1/posts/${pid}`, headers: alice.headers });
 
-    // Created: only the transaction sees the row; deleted: only the outside still sees it.
+    // Created: its event row was written by the post's own statement, with the stored row's data.
+    expect(await createdEventData(pid)).toEqual([
+      {
+        pid,
+        uuid: created!.postUuid,
+        user_id: alice.user.userId,
+        title: 'T',
+        content: 'C',
+        image: null,
+        created_at: created!.createdAt.toISOString(),
+        updated_at: created!.updatedAt.toISOString(),
+      },
+    ]);
+    // Updated: both sides see the row; deleted: only the outside still sees it.
     expect(recorded.map(({ event, existsInside, existsOutside }) => [event, existsInside, existsOutside])).toEqual([
-      ['post.created', true, false],
       ['post.updated', true, true],
       ['post.deleted', false, true],
     ]);
-    expect(recorded[1].data).toEqual({
+    expect(recorded[0].data).toEqual({
       pid,
       uuid: row!.postUuid,
       user_id: alice.user.userId,
@@ -66,19 +94,41 @@ describe('post events (DESIGN §6)', () => {
       created_at: row!.createdAt.toISOString(),
       updated_at: row!.updatedAt.toISOString(),
     });
-    expect(recorded[2].data).toEqual({ pid, uuid: row!.postUuid, user_id: alice.user.userId });
+    expect(recorded[1].data).toEqual({ pid, uuid: row!.postUuid, user_id: alice.user.userId });
   });
 
   it('when recording the event fails, then the post change is rolled back in both layouts', async () => {
-    const a = await harness.start('a', {}, { postEvents: failingRecorder });
-    const b = await harness.start('b', {}, { postEvents: failingRecorder });
-    const before = await countPosts(harness.db);
-    const viaA = await a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: 'T', body: 'B', userId: alice.user.userId } });
-    expect(viaA.statusCode).toBe(500);
-    expect(viaA.json()).toEqual({ status: 500, message: 'Internal server error.' });
-    const viaB = await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'T', content: 'C' } });
-    expect(viaB.json()).toEqual({ status: 2011, message: 'Unable to add post.' });
-    expect(await countPosts(harness.db)).toBe(before);
+    // The database refuses the events of these creates (their title), as an outbox that cannot be written would.
+    await harness.db.sequelize.query(`CREATE FUNCTION refuse_test_events() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.body LIKE '%refused by the test%' THEN RAISE EXCEPTION 'outbox unavailable'; END IF;
+        RETURN NEW;
+      END $$`);
+    await harness.db.sequelize.query('CREATE TRIGGER refuse_test_events BEFORE INSERT ON webhook_events FOR EACH ROW EXECUTE FUNCTION refuse_test_events()');
+    try {
+      const a = await harness.start('a', {}, { postEvents: failingRecorder });
+      const b = await harness.start('b', {}, { postEvents: failingRecorder });
+      const pid = Number((await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'Kept', content: 'C' } })).json().pid);
+      const before = await countPosts(harness.db);
+      const viaA = await a.request({
+        method: 'POST',
+        url: '/api/v1/posts/create',
+        headers: alice.headers,
+        payload: { title: 'refused by the test', body: 'B', userId: alice.user.userId },
+      });
+      expect(viaA.statusCode).toBe(500);
+      expect(viaA.json()).toEqual({ status: 500, message: 'Internal server error.' });
+      const viaB = await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'refused by the test', content: 'C' } });
+      expect(viaB.json()).toEqual({ status: 2011, message: 'Unable to add post.' });
+      expect(await countPosts(harness.db)).toBe(before);
+      // An update records its event through the recorder, which fails.
+      const updated = await b.request({ method: 'PUT', url: `/api/v1/posts/${pid}`, headers: alice.headers, payload: { title: 'Changed', content: 'C2' } });
+      expect(updated.json()).toEqual({ status: 4011, message: 'Unable to update post.' });
+      expect((await findPost(harness.db, pid))?.postTitle).toBe('Kept');
+    } finally {
+      await harness.db.sequelize.query('DROP TRIGGER refuse_test_events ON webhook_events');
+      await harness.db.sequelize.query('DROP FUNCTION refuse_test_events()');
+    }
   });
 
   it('when many posts are created at once in either layout, then each gets its own post row and its own outbox row carrying its data', async () => {

@@ -7,7 +7,7 @@ import { createMigrator } from '../../shared/db/migrate';
 import { withRawConnection } from '../../shared/db/raw-query';
 import { getDeliveryDetails } from '../../shared/operations/delivery-log';
 import { OPERATOR } from '../../shared/operations/viewer';
-import { insertSingleDelivery } from '../../shared/queue/events';
+import { insertSingleDelivery } from '../../shared/deliveries/events';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ensureDays, idAt } from '../support/partitions';
 import { relationNodes } from '../support/plans';

@@ -1,7 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import { createDatabase, Database } from '../../shared/db';
 import { ensureDayPartitions } from '../../shared/db/partitions';
-import { insertSingleDelivery } from '../../shared/queue/events';
+import { insertSingleDelivery } from '../../shared/deliveries/events';
 import { processEnv } from '../support/environment';
 import { idAt } from '../support/partitions';
 import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';

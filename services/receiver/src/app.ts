@@ -6,7 +6,7 @@ import { databasePlugin } from '../../../shared/http/database-plugin';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
-import { insertDeliveries } from '../../../shared/queue/outbox';
+import { insertDeliveries } from '../../../shared/deliveries/post-events';
 import { type RedisClient, createRedis, describeRedisTarget, logRedisOutages } from '../../../shared/redis';
 import { createImageStore } from '../../api/src/images/image-store';
 import { createPostCache } from '../../api/src/posts/post-cache';
@@ -51,7 +51,11 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
   const posts = createPostsRepository({
     sequelize: database.sequelize,
     // No queue here: the rows wait for the api's outbox relay (DESIGN §6).
-    events: { record: async (transaction, event, data) => void (await insertDeliveries(database.sequelize, transaction, event, data)) },
+    events: {
+      record: async (transaction, event, data) => void (await insertDeliveries(database.sequelize, transaction, event, data)),
+      // The receiver creates no posts; rows a create wrote would wait for the relay too.
+      queueCommitted: () => undefined,
+    },
     cache: createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log }),
     removeImage: images.remove,
     log: app.log,

@@ -1,7 +1,8 @@
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
+import { QueryTypes, Sequelize } from 'sequelize';
 import type { Config } from '../../../shared/config';
+import { countOf, holdsUnfinished } from '../../../shared/deliveries/retention-checks';
 import { DAY_MS, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
@@ -148,7 +149,7 @@ export function createRetention(options: RetentionOptions): Retention {
    */
   async function dropDay(day: Date): Promise<{ deliveries: number; failed: number } | null> {
     const deliveries = partitionName('webhook_deliveries', day);
-    if (await holdsUnfinished(deliveries)) return null;
+    if (await holdsUnfinished(sequelize, deliveries)) return null;
     await sequelize.query(
       `UPDATE webhook_deliveries d SET body = e.body
          FROM ${partitionName('webhook_events', day)} e
@@ -162,8 +163,8 @@ export function createRetention(options: RetentionOptions): Retention {
           await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
         }
         // The detached table is out of every statement's reach now: what it holds is final.
-        if (await holdsUnfinished(deliveries, transaction)) throw new DayKept();
-        return countOf(deliveries, transaction);
+        if (await holdsUnfinished(sequelize, deliveries, transaction)) throw new DayKept();
+        return countOf(sequelize, deliveries, transaction);
       })
       .catch((error: unknown) => {
         if (error instanceof DayKept) return null;
@@ -172,22 +173,6 @@ export function createRetention(options: RetentionOptions): Retention {
     if (!counts) return null;
     for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE IF EXISTS ${partitionName(table, day)}`);
     return counts;
-  }
-
-  async function holdsUnfinished(deliveries: string, transaction?: Transaction): Promise<boolean> {
-    const [row] = await sequelize.query<{ unfinished: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM ${deliveries} WHERE status IN ('pending', 'delivering')) AS unfinished`,
-      { type: QueryTypes.SELECT, transaction },
-    );
-    return row.unfinished;
-  }
-
-  async function countOf(deliveries: string, transaction?: Transaction): Promise<{ deliveries: number; failed: number }> {
-    const [row] = await sequelize.query<{ total: number; failed: number }>(
-      `SELECT count(*)::int AS total, (count(*) FILTER (WHERE status = 'failed'))::int AS failed FROM ${deliveries}`,
-      { type: QueryTypes.SELECT, transaction },
-    );
-    return { deliveries: row.total, failed: row.failed };
   }
 
   /**
@@ -201,7 +186,7 @@ export function createRetention(options: RetentionOptions): Retention {
     const dropped = { days: 0, deliveries: 0, failed: 0 };
     for (const name of leftover) {
       if (name.startsWith('webhook_deliveries_')) {
-        const counts = await countOf(name);
+        const counts = await countOf(sequelize, name);
         dropped.days += 1;
         dropped.deliveries += counts.deliveries;
         dropped.failed += counts.failed;

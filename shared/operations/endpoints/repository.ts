@@ -1,6 +1,7 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../../db';
 import { closeEpisode } from '../../deliveries/episodes';
+import { endDeliveriesOfDeletedEndpoint } from '../../deliveries/deleted-endpoint';
 import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
 import { Page, decodeCursor, toPage } from '../cursor';
 import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
@@ -195,17 +196,7 @@ export async function deleteEndpoint(db: Database, id: number, viewer: Viewer): 
       { bind: [id, viewer.operator ? null : viewer.userId], transaction },
     )) as [unknown[], unknown];
     if (rows.length === 0) throw new EndpointNotFoundError(id);
-    // endpoint_deleted tells the worker, as for a hard delete, never to sign with another secret.
-    await db.sequelize.query(
-      `UPDATE webhook_deliveries
-          SET endpoint_deleted = true,
-              status = CASE WHEN status IN ('pending', 'delivering') THEN 'failed' ELSE status END,
-              last_error = CASE WHEN status IN ('pending', 'delivering') THEN 'endpoint deleted' ELSE last_error END,
-              next_attempt_at = CASE WHEN status IN ('pending', 'delivering') THEN NULL ELSE next_attempt_at END,
-              updated_at = now()
-        WHERE endpoint_id = $1`,
-      { bind: [id], transaction },
-    );
+    await endDeliveriesOfDeletedEndpoint(db.sequelize, transaction, id);
   });
 }
 

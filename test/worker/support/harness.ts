@@ -2,7 +2,8 @@ import pino from 'pino';
 import { QueryTypes } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { Database, createDatabase } from '../../../shared/db';
-import { Outbox, PostEvent, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
+import type { PostEvent } from '../../../shared/deliveries/post-events';
+import { Outbox, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
 import { createRedis, RedisClient } from '../../../shared/redis';
 import { WebhookWorker, WebhookWorkerOptions, createWebhookWorker } from '../../../services/webhook-worker/src/worker';
 

@@ -130,11 +130,3 @@ export function recordPostPidsSql(rows: string, columns: { pid: string; principa
         FROM ${rows}
        WHERE k.principal = ${columns.principal} AND k.idempotency_key = ${columns.key}`;
 }
-
-/** Records a new post's pid under `owner`'s key inside `transaction`, the one that creates the post. */
-export async function recordPostPid(sequelize: Sequelize, transaction: Transaction, owner: IdempotencyOwner, pid: number): Promise<void> {
-  await sequelize.query('UPDATE idempotency_keys SET post_pid = $3 WHERE principal = $1 AND idempotency_key = $2', {
-    bind: [owner.principal, owner.key, pid],
-    transaction,
-  });
-}

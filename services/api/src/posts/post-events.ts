@@ -26,17 +26,17 @@ export interface PostDeletedData {
 export type PostEventData = PostChangedData | PostDeletedData;
 
 /**
- * Records a post event inside the transaction that changes the post, so the event exists
- * exactly when the change commits (the outbox of DESIGN §6).
+ * The outbox side of post changes (DESIGN §6): each event exists exactly when its change
+ * commits. An update or a delete records its event inside its transaction; a create writes
+ * its event in the posts' own statement, and its jobs are added once that committed.
  */
 export interface PostEventRecorder {
   /** Runs inside `transaction`; a rejection rolls the post change back. */
   record(transaction: Transaction, event: PostEventName, data: PostEventData): Promise<void>;
   /**
-   * Optional: the outbox's side of creates that write their `post.created` outbox rows in the
-   * posts' own statement (shared/queue/fan-out.ts `fanOutClauses`, the group commit): adds the
-   * jobs once that statement committed. Without it, creates record their events one by one
-   * with `record` inside a transaction.
+   * The outbox's side of creates, which write their `post.created` outbox rows in the posts'
+   * own statement (shared/deliveries/fan-out.ts `fanOutClauses`, the group commit): adds the
+   * jobs once that statement committed. Updates and deletes use `record`.
    */
-  queueCommitted?(jobs: readonly DeliveryJob[]): void;
+  queueCommitted(jobs: readonly DeliveryJob[]): void;
 }

@@ -7,8 +7,9 @@ import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } fro
 import { isOutcomeUnknown } from '../../../../shared/db';
 import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/group-commit';
 import { rawQuery } from '../../../../shared/db/raw-query';
-import { FannedOutEvent, fanOutClauses, jobsOfEvent, splitEnvelope } from '../../../../shared/queue/fan-out';
-import { IdempotencyOwner, recordPostPid, recordPostPidsSql } from '../plugins/idempotency-store';
+import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../../../../shared/deliveries/envelope-pieces';
+import { FannedOutEvent, fanOutClauses, jobsOfEvent } from '../../../../shared/deliveries/fan-out';
+import { IdempotencyOwner, recordPostPidsSql } from '../plugins/idempotency-store';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -91,17 +92,8 @@ const RANDOM_PID_ATTEMPTS = 10;
 /** Random pids drawn per post and attempt of a one-statement batch; see createStatement. */
 const PID_CANDIDATES = 4;
 
-const INSERT_WITH_SEQUENCE_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image)
-  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[]) RETURNING ${POST_COLUMNS}`;
-const INSERT_WITH_RANDOM_PIDS = `INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image, pid)
-  SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
-  ON CONFLICT (pid) DO NOTHING RETURNING ${POST_COLUMNS}`;
-
 /** The outbox body's values only PostgreSQL knows until the insert runs, in their order in the event data. */
 const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
-
-/** A timestamp as the JSON string Date.prototype.toISOString() writes (milliseconds truncated, as node-postgres reads them). */
-const isoJson = (column: string) => `'"' || to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`;
 
 /**
  * A batch of creates with their `post.created` outbox rows in one statement: $1..$5 the posts'
@@ -150,7 +142,7 @@ function createStatement(random: boolean): string {
       ${recordPostPidsSql('inserted p JOIN input i ON i.post_uuid = p.post_uuid', { pid: 'p.pid', principal: 'i.claim_principal', key: 'i.claim_key' })}
     ), source AS (
       SELECT i.ord, p.user_id AS owner_id, i.traceparent,
-             i.piece0 || p.pid::text || i.piece1 || ${isoJson('p.created_at')} || i.piece2 || ${isoJson('p.updated_at')} || i.piece3 AS body
+             ${joinEnvelopeSql(['i.piece0', 'i.piece1', 'i.piece2', 'i.piece3'], ['p.pid::text', isoJsonSql('p.created_at'), isoJsonSql('p.updated_at')])} AS body
         FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
     ), ${fanOutClauses('$11::text')}
     SELECT p.*, f.delivery_ids, f.endpoint_ids
@@ -172,55 +164,15 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
   }
 
   /**
-   * Inserts a batch of posts in one statement per attempt inside `transaction`; each result is
-   * the post's row, or PostIdsExhaustedError for a random pid that found no free slot. Rows come
-   * back in no set order, so they are matched to the posts by their uuid.
-   */
-  async function insertMany(posts: readonly NewPost[], pidSource: PidSource, transaction: Transaction): Promise<(PostRow | Error)[]> {
-    const uuids = posts.map(() => randomUUID());
-    const results: (PostRow | Error)[] = new Array(posts.length);
-    const columns = (indices: number[]) => [
-      indices.map((i) => uuids[i]),
-      indices.map((i) => posts[i].userId),
-      indices.map((i) => posts[i].title),
-      indices.map((i) => posts[i].content),
-      indices.map((i) => posts[i].image),
-    ];
-    const place = (found: PostRow[]) => {
-      const position = new Map<string, number>(uuids.map((uuid, index) => [uuid, index]));
-      for (const row of found) results[position.get(row.post_uuid)!] = row;
-    };
-    const all = posts.map((_, index) => index);
-    if (pidSource === 'sequence') {
-      place(await rows(INSERT_WITH_SEQUENCE_PIDS, columns(all), transaction));
-      return results;
-    }
-    let missing = all;
-    for (let attempt = 0; attempt < RANDOM_PID_ATTEMPTS && missing.length > 0; attempt++) {
-      // ON CONFLICT keeps the transaction usable after a collision (with a stored post or
-      // another of the batch), so the retry of the posts that collided stays inside it.
-      const pids = missing.map(() => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1));
-      place(await rows(INSERT_WITH_RANDOM_PIDS, [...columns(missing), pids], transaction));
-      missing = missing.filter((index) => results[index] === undefined);
-    }
-    for (const index of missing) results[index] = new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS);
-    return results;
-  }
-
-  /**
    * The batch as one statement per attempt on a pooled connection, past Sequelize's pipeline:
-   * the posts and their outbox rows together (fan-out.ts `fanOutClauses`), so each attempt is
+   * the posts and their outbox rows together (shared/deliveries `fanOutClauses`), so each attempt is
    * atomic without BEGIN/COMMIT round trips. The outbox bodies are serialised here around the
    * values PostgreSQL gives (pid, created_at, updated_at). Each attempt's jobs are added once it
    * committed. A random pid that collided is retried with the posts still missing.
    *
    * @throws the first attempt's error (nothing of the batch was written)
    */
-  async function writeBatchInOneStatement(
-    items: PendingCreate[],
-    pidSource: PidSource,
-    queueCommitted: NonNullable<PostEventRecorder['queueCommitted']>,
-  ): Promise<Settled<CreatedPost>[]> {
+  async function writeBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
     const uuids = items.map(() => randomUUID());
     const pieces = items.map(({ post }, index) => {
       const shape = toChangedData({ pid: 0, uuid: uuids[index], userId: post.userId, title: post.title, content: post.content, image: post.image, createdAt: '', updatedAt: '' });
@@ -266,35 +218,11 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       found.forEach((row, n) => {
         outcomes[position.get(row.post_uuid)!] = { ok: true, value: { record: toPostRecord(row), deliveryIds: jobs[n].map((job) => job.deliveryId) } };
       });
-      queueCommitted(jobs.flat());
+      events.queueCommitted(jobs.flat());
       missing = missing.filter((index) => outcomes[index] === undefined);
     }
     for (const index of missing) outcomes[index] = { ok: false, error: new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS) };
     return outcomes;
-  }
-
-  /** The batch in a Sequelize transaction, for a recorder without `queueCommitted` (one event at a time). */
-  async function writeBatchSequelize(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
-    return sequelize.transaction(async (transaction) => {
-      const inserted = await insertMany(
-        items.map((item) => item.post),
-        pidSource,
-        transaction,
-      );
-      const outcomes: Settled<CreatedPost>[] = [];
-      for (const [index, row] of inserted.entries()) {
-        if (row instanceof Error) {
-          outcomes.push({ ok: false, error: row });
-          continue;
-        }
-        const record = toPostRecord(row);
-        await events.record(transaction, 'post.created', toChangedData(record));
-        const { claim } = items[index];
-        if (claim) await recordPostPid(sequelize, transaction, claim, record.pid);
-        outcomes.push({ ok: true, value: { record, deliveryIds: [] } });
-      }
-      return outcomes;
-    });
   }
 
   /**
@@ -304,9 +232,7 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
    * @throws the batch's error, when nothing of it was written
    */
   async function createBatch(items: PendingCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
-    const outcomes = events.queueCommitted
-      ? await writeBatchInOneStatement(items, pidSource, events.queueCommitted.bind(events))
-      : await writeBatchSequelize(items, pidSource);
+    const outcomes = await writeBatch(items, pidSource);
     // One invalidation for the batch (it never throws), before any of its requests is answered.
     const pids = outcomes.flatMap((outcome) => (outcome.ok ? [outcome.value.record.pid] : []));
     if (pids.length > 0) await cache.invalidate(pids);

@@ -1,11 +1,11 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
-import { eventEnvelope } from '../deliveries/event-data';
-import { receivesEvent } from '../deliveries/subscription';
-import { serializeEnvelope } from '../webhook/signing';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { EventKind, newIdAtSql, newIdSql } from './events';
-import type { DeliveryJob } from './webhook-queue';
+import { eventEnvelope } from './event-data';
+import type { EventKind } from './events';
+import { newIdAtSql, newIdSql } from './ids';
+import { receivesEvent } from './subscription';
+import type { DeliveryJob } from '../queue/webhook-queue';
 
 /** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
@@ -29,7 +29,7 @@ export interface EventFanOut {
 /**
  * Writes the event's `webhook_events` row (DESIGN §3: its body stored once, also when nobody
  * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per
- * endpoint that receives the event (shared/deliveries/subscription.ts: active, subscribed,
+ * endpoint that receives the event (subscription.ts: active, subscribed,
  * operator or the owner's own, filter), inside `transaction`, with `enqueued_at` NULL (the
  * caller queues them after commit, or the outbox relay does). Each row belongs to its
  * endpoint's owner (`user_id`, null for an operator endpoint). The body is the DESIGN §7
@@ -78,7 +78,7 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
  * announce (a group commit of creates needs no BEGIN/COMMIT then: one statement is atomic).
  * Append them, after a comma, to a WITH whose earlier CTE `source` has one row per event:
  * `ord` (bigint, unique per event), `owner_id` (int; see {@link EventFanOut.ownerUserId}),
- * `traceparent` (text or NULL) and `body` (its DESIGN §7 envelope, see {@link splitEnvelope}).
+ * `traceparent` (text or NULL) and `body` (its DESIGN §7 envelope, see envelope-pieces.ts).
  * One outbox row per endpoint that receives the event, as {@link insertEventDeliveries}
  * writes, `enqueued_at` NULL. They define `fan_by_event`: per `ord` with deliveries, `delivery_ids` and `endpoint_ids` in endpoint id
  * order; read them with {@link jobsOfEvent}.
@@ -118,33 +118,4 @@ export interface FannedOutEvent {
 export function jobsOfEvent(row: FannedOutEvent): DeliveryJob[] {
   const endpointIds = row.endpoint_ids ?? [];
   return (row.delivery_ids ?? []).map((deliveryId, index) => ({ deliveryId, gate: gateKeyOf({ endpointId: endpointIds[index], url: '' }) }));
-}
-
-/**
- * The envelope of `data` (DESIGN §7, exactly as serializeEnvelope writes it) cut around the
- * values of `holes`, for a statement that only learns those values while it runs (a pid from a
- * sequence, timestamps from now()): the envelope is `pieces[0] + JSON of data[holes[0]] +
- * pieces[1] + ...`. Each hole is cut at a placeholder string holding a NUL character, which no
- * other string of the data can produce (PostgreSQL text cannot hold NUL, and the api refuses it).
- *
- * @param holes - keys of `data`, in the order they come in it
- * @returns holes.length + 1 pieces
- * @throws EncryptionError (shared/webhook) when `data` is not serialisable
- * @throws Error when a placeholder is not found exactly once, in order (a string of `data` holding NUL)
- */
-export function splitEnvelope(data: Record<string, unknown>, event: string, holes: readonly string[]): string[] {
-  const marked: Record<string, unknown> = { ...data };
-  for (const hole of holes) marked[hole] = `\u0000${hole}`;
-  const envelope = serializeEnvelope(marked, { event, signable: true });
-  const pieces: string[] = [];
-  let from = 0;
-  for (const hole of holes) {
-    const placeholder = JSON.stringify(`\u0000${hole}`);
-    const at = envelope.indexOf(placeholder, from);
-    if (at < 0 || envelope.indexOf(placeholder, at + 1) >= 0) throw new Error(`Cannot cut the envelope at ${hole}: its data holds a NUL character.`);
-    pieces.push(envelope.slice(from, at));
-    from = at + placeholder.length;
-  }
-  pieces.push(envelope.slice(from));
-  return pieces;
 }

@@ -10,19 +10,6 @@ import { newEventId } from '../webhook/ids';
  */
 export type EventKind = 'post' | 'fan-out' | 'send' | 'test' | 'operational';
 
-/**
- * A new `msg_` or `evt_` id drawn by PostgreSQL inside a statement (the migration's
- * `webhook_new_id`, the same UUIDv7 format as newWebhookId() and newEventId()).
- */
-export const newIdSql = (prefix: 'msg_' | 'evt_'): string => `webhook_new_id('${prefix}')`;
-
-/**
- * A new id made at the time `at` holds (an SQL expression), such as an event's deliveries at
- * their event's millisecond: they share its day partition (DESIGN §3). Write each row's
- * `created_at` as `webhook_id_time(id)`.
- */
-export const newIdAtSql = (prefix: 'msg_' | 'evt_', at: string): string => `webhook_new_id('${prefix}', ${at})`;
-
 /** One delivery of its own event: an ad-hoc send or an endpoint test. */
 export interface SingleDelivery {
   /** The webhook-id. */
