@@ -247,4 +247,27 @@ describe('webhook worker: OAuth2 client credentials toward an endpoint', () => {
       await moved.close();
     }
   });
+
+  it('when a delivery made before the url moved is retried at its old origin, then it goes without the token', async () => {
+    const id = await addEndpoint();
+    receiver.setReply({ status: 503 });
+    run({ webhookRetrySchedule: [1] });
+    await post(1);
+    const [first] = await receiver.waitForRequests(1);
+    expect(tokens.accepts(first.headers.authorization)).toBe(true);
+
+    const moved = await startRecordingServer();
+    try {
+      await updateEndpoint(producer.db, id, OPERATOR, {
+        url: `${moved.url}/hooks`,
+        auth: { type: 'oauth2_client_credentials', token_url: tokens.url, client_id: CLIENT.id, client_secret: CLIENT.secret },
+      });
+      const [row] = await settled(1);
+      expect([row.status, row.attempts, row.url]).toEqual(['failed', 2, `${receiver.url}/hooks`]);
+      expect(receiver.requests.map((request) => request.headers.authorization === undefined)).toEqual([false, true]);
+      expect(moved.requests).toHaveLength(0);
+    } finally {
+      await moved.close();
+    }
+  });
 });
