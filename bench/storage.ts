@@ -163,7 +163,7 @@ async function retentionRun(db: BenchDatabase, perDay: number) {
   let dropped: number;
   try {
     const retention = createRetention({
-      config: { webhookRetentionDays: RETENTION_DAYS, redisPrefix: 'unused', redisUrl: 'redis://127.0.0.1:1', redisClusterNodes: [], webhookQueuePartitions: 1 },
+      config: { webhookRetentionDays: RETENTION_DAYS, redisPrefix: 'unused', redisUrl: 'redis://127.0.0.1:1', redisClusterNodes: [], webhookQueuePartitions: 1, maintenanceIntervalMs: 60_000 },
       sequelize: database.sequelize,
       logger: pino({ level: 'silent' }),
       schedule: false,

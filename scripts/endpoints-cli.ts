@@ -196,7 +196,7 @@ async function update(db: Database, config: Config, values: Values): Promise<voi
     throw new UsageError('update needs --header, --no-headers, --ordering, --rate-limit, --filter, --auth-*, --no-auth, --client-cert or --no-client-certificate.');
   }
   const changes = { headers, ordering, rateLimitPerS, filter, auth, clientCertificate };
-  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, changes, endpointRulesOf(config))));
+  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, changes, undefined, endpointRulesOf(config))));
   const { ordering: order, rate_limit_per_s, auth: shownAuth, client_certificate } = endpoint;
   print({ id, headers: endpoint.headers, ordering: order, rate_limit_per_s, filter: endpoint.filter, auth: shownAuth, client_certificate });
 }

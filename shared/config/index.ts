@@ -83,6 +83,11 @@ export interface Config {
   webhookRetentionDays: number;
   /** A queued delivery whose job vanished from Redis is queued again within this, ms. */
   outboxReviveAfterMs: number;
+  /**
+   * How often every api and worker checks the day partitions ahead, and a worker its daily
+   * schedules in Redis, ms (DESIGN §3: at least once a minute).
+   */
+  maintenanceIntervalMs: number;
   /** Requests per minute per principal (per IP before auth); 0 = off. */
   rateLimitPerMin: number;
   /** How long an Idempotency-Key claim holds without renewal, ms (DESIGN §15: at most 60 s). */
@@ -171,6 +176,7 @@ const schema = Joi.object({
   WEBHOOK_DISABLE_AFTER_S: Joi.number().integer().min(1).default(432000),
   WEBHOOK_RETENTION_DAYS: Joi.number().integer().min(1).default(30),
   OUTBOX_REVIVE_AFTER_MS: Joi.number().integer().min(100).default(2000),
+  MAINTENANCE_INTERVAL_MS: Joi.number().integer().min(100).max(60000).default(30000),
   RATE_LIMIT_PER_MIN: Joi.number().integer().min(0).default(6000),
   IDEMPOTENCY_LEASE_MS: Joi.number().integer().min(1000).max(60000).default(60000),
   RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
@@ -286,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     webhookDisableAfterS: value.WEBHOOK_DISABLE_AFTER_S,
     webhookRetentionDays: value.WEBHOOK_RETENTION_DAYS,
     outboxReviveAfterMs: value.OUTBOX_REVIVE_AFTER_MS,
+    maintenanceIntervalMs: value.MAINTENANCE_INTERVAL_MS,
     rateLimitPerMin: value.RATE_LIMIT_PER_MIN,
     idempotencyLeaseMs: value.IDEMPOTENCY_LEASE_MS,
     receiverAcceptXSignatureOnly: value.RECEIVER_ACCEPT_X_SIGNATURE_ONLY,

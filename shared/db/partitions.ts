@@ -15,7 +15,7 @@ import { idTime } from '../webhook/ids';
  * them and prunes at plan time. This file is the one place that knows it.
  */
 
-/** Days ahead of today (UTC) whose partitions exist once a process started, and daily after. */
+/** Days ahead of today (UTC) whose partitions every api and worker keeps (DESIGN §3). */
 export const PARTITION_HORIZON_DAYS = 7;
 
 /**
@@ -72,22 +72,126 @@ export function keyOfId(column: string, param: string): string {
 }
 
 /**
- * Creates the day partitions of the three tables from today (UTC, the database's clock)
- * through today + `aheadDays` that are missing. Idempotent, and safe when several processes
- * run it at once (the migration's `webhook_ensure_day_partitions`).
+ * The bounds to bind for {@link keyRange} over rows whose partition keys are known (their
+ * `created_at`, as read from them): the earliest and the latest. A legacy row's key lies before
+ * the legacy bound, where `webhook_key_lo` and `webhook_key_hi` take it to the legacy partition.
+ */
+export function keysAt(keys: readonly Date[]): [Date | null, Date | null] {
+  if (keys.length === 0) return [null, null];
+  const times = keys.map((key) => key.getTime());
+  return [new Date(Math.min(...times)), new Date(Math.max(...times))];
+}
+
+/** The keys that bound for {@link keyRange} (or twice for {@link keyOfId}) name the legacy partition only. */
+export const LEGACY_KEYS: [null, null] = [null, null];
+
+/**
+ * Runs a lookup of one row by its id (DESIGN §3, revision 4): in the partition the id names
+ * and, when that finds nothing and the id reads as a UUIDv7, once more in the legacy
+ * partition. Ids made before revision 3 are random bytes, and one in 64 reads as a UUIDv7 by
+ * its version and variant bits, naming a day its row is not in. A row found at once costs
+ * the one probe.
+ *
+ * @param probe - runs the lookup with `key` bound where {@link keyOfId} expects the id's key
+ *   (null: the legacy partition), and returns the rows it found or changed
+ */
+export async function findById<R>(id: string, probe: (key: Date | null) => Promise<R[]>): Promise<R[]> {
+  const key = keyOf(id);
+  const rows = await probe(key);
+  if (rows.length > 0 || key === null) return rows;
+  return probe(null);
+}
+
+/**
+ * {@link findById} for several ids: `probe` runs over all of them with their {@link keysOf},
+ * then, when some that read as UUIDv7s were not found, over those in the legacy partition
+ * ({@link LEGACY_KEYS}).
+ *
+ * @param probe - runs the lookup of `ids` with `keys` bound for {@link keyRange}, and returns
+ *   the rows it found or changed, each with its `id`
+ * @returns the rows of both probes
+ */
+export async function findByIds<R extends { id: string }>(
+  ids: readonly string[],
+  probe: (ids: string[], keys: [Date | null, Date | null]) => Promise<R[]>,
+): Promise<R[]> {
+  const rows = await probe([...ids], keysOf(ids));
+  const found = new Set(rows.map((row) => row.id));
+  const rest = [...new Set(ids.filter((id) => !found.has(id) && keyOf(id) !== null))];
+  return rest.length === 0 ? rows : [...rows, ...(await probe(rest, LEGACY_KEYS))];
+}
+
+/**
+ * How long making a day may wait for its parent tables' lock, ms. `CREATE TABLE ... PARTITION
+ * OF` takes an exclusive lock on the parent, and every statement on the table queues behind
+ * it while it waits: it gives up soon, and the next check (a minute at most) tries again.
+ */
+export const DAY_CREATION_LOCK_TIMEOUT_MS = 1_000;
+
+/** Options of {@link ensureDayPartitions}. */
+export interface EnsureDayPartitionsOptions {
+  /** The clock: the UTC day of this instant is "today". Default now. */
+  now?: Date;
+  /** Days ahead of today to cover; default {@link PARTITION_HORIZON_DAYS}. */
+  aheadDays?: number;
+  /** How long making one day may wait for its locks, ms; default {@link DAY_CREATION_LOCK_TIMEOUT_MS}. */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * Creates the day partitions of the three tables from today (UTC) through today +
+ * `aheadDays` that are missing (DESIGN §3, revision 4). A catalog look finds the missing
+ * tables (none, most times: then that look is all it costs). Each is made in a transaction of
+ * its own under the lock timeout, so the exclusive lock its parent needs is never held while
+ * another is waited for (a statement holding one parent while it waits for another would
+ * deadlock with it); one another process made meanwhile counts as made. Days before the legacy
+ * bound are the legacy partition's and never made.
  *
  * @returns how many partitions it made
+ * @throws the database's error: unreachable, or a lock timeout (SQLSTATE 55P03) when a table
+ *   stayed busy; the partitions made before it stay made
  */
-export async function ensureDayPartitions(sequelize: Sequelize, aheadDays: number = PARTITION_HORIZON_DAYS): Promise<number> {
-  const [row] = await sequelize.query<{ made: number }>(
-    `SELECT webhook_ensure_day_partitions((now() AT TIME ZONE 'UTC')::date, (now() AT TIME ZONE 'UTC')::date + $1::int) AS made`,
-    { bind: [aheadDays], type: QueryTypes.SELECT },
+export async function ensureDayPartitions(sequelize: Sequelize, options: EnsureDayPartitionsOptions = {}): Promise<number> {
+  const today = (options.now ?? new Date()).toISOString().slice(0, 10);
+  const lockTimeoutMs = Math.max(1, Math.round(options.lockTimeoutMs ?? DAY_CREATION_LOCK_TIMEOUT_MS));
+  const missing = await sequelize.query<{ parent: DayTable; name: string; low: string; high: string }>(
+    `SELECT t.parent, t.parent || '_p' || to_char(day, 'YYYYMMDD') AS name,
+            to_char(day, 'YYYY-MM-DD') AS low, to_char(day + interval '1 day', 'YYYY-MM-DD') AS high
+       FROM generate_series($1::timestamp, $1::timestamp + $2::int * interval '1 day', interval '1 day') AS day
+      CROSS JOIN unnest($3::text[]) WITH ORDINALITY AS t(parent, n)
+      WHERE day AT TIME ZONE 'UTC' >= webhook_legacy_bound()
+        AND to_regclass(t.parent || '_p' || to_char(day, 'YYYYMMDD')) IS NULL
+      ORDER BY day, t.n`,
+    { bind: [today, options.aheadDays ?? PARTITION_HORIZON_DAYS, DAY_TABLES], type: QueryTypes.SELECT },
   );
-  return row?.made ?? 0;
+  let made = 0;
+  for (const { parent, name, low, high } of missing) {
+    try {
+      await sequelize.transaction(async (transaction) => {
+        await sequelize.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`, { transaction });
+        await sequelize.query(`CREATE TABLE ${name} PARTITION OF ${parent} FOR VALUES FROM ('${low} 00:00:00+00') TO ('${high} 00:00:00+00')`, {
+          transaction,
+        });
+      });
+      made += 1;
+    } catch (error) {
+      if (!madeByAnother(error)) throw error;
+    }
+  }
+  return made;
+}
+
+/** The table exists already (42P07), or its catalog rows were written by a concurrent CREATE (23505). */
+function madeByAnother(error: unknown): boolean {
+  const code = (error as { parent?: { code?: string } }).parent?.code;
+  return code === '42P07' || code === '23505';
 }
 
 /** A table partitioned by UTC day. */
 export type DayTable = 'webhook_events' | 'webhook_deliveries' | 'webhook_attempts';
+
+/** The tables partitioned by UTC day, in the order a day's partitions are made. */
+const DAY_TABLES: readonly DayTable[] = ['webhook_events', 'webhook_deliveries', 'webhook_attempts'];
 
 /** Milliseconds in a UTC day: the span of one partition. */
 export const DAY_MS = 86_400_000;
@@ -119,3 +223,19 @@ export async function dayPartitionsBefore(sequelize: Sequelize, before: Date): P
     .sort((a, b) => a.getTime() - b.getTime());
 }
 
+
+/**
+ * Tables named as day partitions (`<table>_pYYYYMMDD`) that are no partition any more: days a
+ * retention pass detached and did not drop (DESIGN §3). Sorted by name, so attempts come
+ * before deliveries and deliveries before events.
+ */
+export async function detachedDayTables(sequelize: Sequelize): Promise<string[]> {
+  const rows = await sequelize.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c
+      WHERE c.relkind = 'r' AND NOT c.relispartition AND c.relnamespace = current_schema()::regnamespace
+        AND c.relname ~ '^webhook_(attempts|deliveries|events)_p[0-9]{8}$'
+      ORDER BY c.relname`,
+    { type: QueryTypes.SELECT },
+  );
+  return rows.map((row) => row.name);
+}

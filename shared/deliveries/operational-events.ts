@@ -1,13 +1,14 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { insertEventDeliveryJobs } from '../queue/fan-out';
 import type { DeliveryJob } from '../queue/webhook-queue';
+import type { OperationalEvent } from './operational-event-names';
 
-/** The operational events the system emits about endpoints (DESIGN §6 rev 4), each in the catalog (§11). */
-export type OperationalEvent = 'endpoint.disabled';
+export { OPERATIONAL_EVENTS, isReservedEventName, type OperationalEvent } from './operational-event-names';
 
 /** The endpoint an operational event is about. */
 export interface AboutEndpoint {
-  id: number;
+  /** Null for an ad-hoc delivery's `delivery.exhausted`, which goes to operator endpoints only. */
+  id: number | null;
   /** Its owner, whose own endpoints also receive the event; null for an operator endpoint. */
   userId: number | null;
 }
@@ -30,7 +31,13 @@ export async function insertOperationalEvent(
   about: AboutEndpoint,
   data: Record<string, unknown>,
 ): Promise<DeliveryJob[]> {
-  return insertEventDeliveryJobs(sequelize, transaction, { kind: 'operational', event, data, ownerUserId: about.userId, aboutEndpointId: about.id });
+  return insertEventDeliveryJobs(sequelize, transaction, {
+    kind: 'operational',
+    event,
+    data,
+    ownerUserId: about.userId,
+    aboutEndpointId: about.id ?? undefined,
+  });
 }
 
 /**

@@ -10,15 +10,16 @@ import {
   queueRecordedDeliveries,
   redeliverWebhook,
 } from '../queue';
-import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
+import { findById, keyOfId, keyRange, keysAt } from '../db/partitions';
 import { eventDataOf } from '../deliveries/event-data';
+import { isReservedEventName } from '../deliveries/operational-event-names';
 import { gateKeyOf } from '../endpoint-gate';
 import { insertSingleDelivery } from '../queue/events';
 import { activeTraceparent } from '../tracing';
 import { newWebhookId, serializeEnvelope } from '../webhook/signing';
 import { visibleDeliveries } from './delivery-log';
 import { findVisibleEndpoint } from './endpoints';
-import { EndpointDisabledError, EndpointNotFoundError } from './errors';
+import { EndpointDisabledError, EndpointNotFoundError, ReservedEventNameError } from './errors';
 import { assertKnownEventTypes } from './event-catalog';
 import type { Viewer } from './viewer';
 
@@ -37,12 +38,14 @@ export const TEST_MESSAGE = 'This is a test webhook.';
  *   QueueUnavailableError as `redeliverWebhook`
  */
 export async function redeliver(deps: DeliveryDeps, id: string, viewer: Viewer): Promise<void> {
-  const bind: unknown[] = [id, keyOf(id)];
-  const [row] = await deps.db.sequelize.query<{ endpoint_id: number | null; active: boolean | null }>(
-    `SELECT d.endpoint_id, e.active FROM webhook_deliveries d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.id = $1 AND ${keyOfId('d.created_at', '$2')} AND ${visibleDeliveries(viewer, bind)}`,
-    { bind, type: QueryTypes.SELECT },
-  );
+  const [row] = await findById(id, (key) => {
+    const bind: unknown[] = [id, key];
+    return deps.db.sequelize.query<{ endpoint_id: number | null; active: boolean | null }>(
+      `SELECT d.endpoint_id, e.active FROM webhook_deliveries d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.id = $1 AND ${keyOfId('d.created_at', '$2')} AND ${visibleDeliveries(viewer, bind)}`,
+      { bind, type: QueryTypes.SELECT },
+    );
+  });
   if (!row) throw new DeliveryNotFoundError(id);
   if (row.endpoint_id !== null && row.active !== true) throw new EndpointDisabledError(row.endpoint_id);
   await redeliverWebhook(deps, id);
@@ -61,7 +64,7 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
   if (!endpoint) throw new EndpointNotFoundError(endpointId);
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const rows = await deps.db.sequelize.query<{ id: string; endpoint_id: number | null; url: string }>(
+  const rows = await deps.db.sequelize.query<{ id: string; endpoint_id: number | null; url: string; created_at: Date }>(
     `UPDATE webhook_deliveries
         SET status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()
       WHERE status = 'failed' AND id IN (
@@ -69,7 +72,7 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
          WHERE d.endpoint_id = $1 AND d.status = 'failed'
            AND coalesce((SELECT max(a.attempted_at) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.updated_at) >= $2
          ORDER BY d.created_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED)
-      RETURNING id, endpoint_id, url`,
+      RETURNING id, endpoint_id, url, created_at`,
     { bind: [endpointId, since, RECOVER_LIMIT], type: QueryTypes.SELECT },
   );
   const ids = rows.map((row) => row.id);
@@ -79,9 +82,10 @@ export async function recoverEndpoint(deps: DeliveryDeps, endpointId: number, vi
       rows.map((row) => ({ deliveryId: row.id, gate: gateKeyOf({ endpointId: row.endpoint_id, url: row.url }) })),
     );
   } catch (error) {
+    // The rows' own keys: a legacy row's names the legacy partition whatever its id reads as.
     await deps.db.sequelize.query(
       `UPDATE webhook_deliveries SET status = 'failed', one_shot = false WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')} AND status = 'pending'`,
-      { bind: [ids, ...keysOf(ids)] },
+      { bind: [ids, ...keysAt(rows.map((row) => row.created_at))] },
     );
     throw error;
   }
@@ -128,7 +132,8 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
  *
  * @param inCommit - run in the rows' own transaction, with the delivery ids
  * @returns one delivery id per delivery made (none when nobody subscribes)
- * @throws UnknownEventTypeError for an event outside the catalog; EncryptionError
+ * @throws ReservedEventNameError for an operational event's name (DESIGN §6 rev 4);
+ *   UnknownEventTypeError for an event outside the catalog; EncryptionError
  *   (shared/webhook) for an empty payload (`null`, `{}` and `[]`, also as strings)
  */
 export async function publishEvent(
@@ -136,6 +141,7 @@ export async function publishEvent(
   input: { event: string; payload: unknown; userId?: number | null },
   inCommit?: InCommit,
 ): Promise<string[]> {
+  if (isReservedEventName(input.event)) throw new ReservedEventNameError(input.event);
   await assertKnownEventTypes(deps.db, [input.event]);
   const jobs = await deps.db.sequelize.transaction(async (transaction) => {
     const made = await insertEventDeliveryJobs(deps.db.sequelize, transaction, {

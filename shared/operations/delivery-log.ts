@@ -1,6 +1,6 @@
 import { QueryTypes } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
-import { keyOf, keyOfId } from '../db/partitions';
+import { findById, keyOfId } from '../db/partitions';
 import { Page, decodeCursor, toPage } from './cursor';
 import type { Viewer } from './viewer';
 
@@ -108,11 +108,13 @@ export async function listDeliveries(db: Database, viewer: Viewer, filters: Deli
 
 /** The delivery with its attempts, or null when there is none the viewer may see. */
 export async function getDeliveryDetails(db: Database, id: string, viewer: Viewer): Promise<DeliveryDetails | null> {
-  const bind: unknown[] = [id, keyOf(id)];
-  const [row] = await db.sequelize.query<DeliveryRow>(
-    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1 AND ${keyOfId('d.created_at', '$2')} AND ${visibleDeliveries(viewer, bind)}`,
-    { bind, type: QueryTypes.SELECT },
-  );
+  const [row] = await findById(id, (key) => {
+    const bind: unknown[] = [id, key];
+    return db.sequelize.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d WHERE d.id = $1 AND ${keyOfId('d.created_at', '$2')} AND ${visibleDeliveries(viewer, bind)}`,
+      { bind, type: QueryTypes.SELECT },
+    );
+  });
   if (!row) return null;
   const attempts = await db.sequelize.query<{
     attempt_number: number;
@@ -124,7 +126,8 @@ export async function getDeliveryDetails(db: Database, id: string, viewer: Viewe
   }>(
     `SELECT attempt_number, status_code, error, duration_ms, response_body, attempted_at
        FROM webhook_attempts WHERE delivery_id = $1 AND ${keyOfId('delivery_created_at', '$2')} ORDER BY attempt_number`,
-    { bind: [id, keyOf(id)], type: QueryTypes.SELECT },
+    // The delivery's own key: its attempts share its partition, the legacy one for a legacy row.
+    { bind: [id, row.created_at], type: QueryTypes.SELECT },
   );
   return {
     ...presentDelivery(row),

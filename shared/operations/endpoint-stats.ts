@@ -46,6 +46,10 @@ export interface EndpointStats {
   last_failure_at: string | null;
   circuit: CircuitState;
   disabled_reason: string | null;
+  /** The open failure episode's first failed attempt (DESIGN §6 rev 4), ISO 8601 UTC; null when none is open. */
+  failing_since: string | null;
+  /** Failed attempts in the open episode, without a success between; null when none is open. */
+  consecutive_failures: number | null;
   series?: SeriesBucket[];
 }
 
@@ -130,6 +134,8 @@ export async function getEndpointStats(
     last_failure_at: row.last_failure_at && new Date(row.last_failure_at).toISOString(),
     circuit,
     disabled_reason: endpoint.disabledReason,
+    failing_since: endpoint.episodeId === null ? null : (endpoint.failingSince?.toISOString() ?? null),
+    consecutive_failures: endpoint.episodeId === null ? null : endpoint.consecutiveFailures,
     ...(buckets && { series: buckets }),
   };
 }

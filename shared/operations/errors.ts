@@ -44,6 +44,14 @@ export class EventTypeExistsError extends Error {
   }
 }
 
+/** The name of an operational event (DESIGN §6 rev 4): only the system sends those. */
+export class ReservedEventNameError extends Error {
+  constructor(readonly eventName: string, options: OperationsErrorOptions = {}) {
+    super(`Event ${eventName} is reserved: the system sends it about endpoints and deliveries (an operational event).`, options);
+    this.name = 'ReservedEventNameError';
+  }
+}
+
 /** An endpoint's URL or secret cannot be used. */
 export class InvalidEndpointError extends Error {
   constructor(message: string, options: OperationsErrorOptions = {}) {

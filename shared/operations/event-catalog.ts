@@ -1,6 +1,7 @@
 import { QueryTypes, UniqueConstraintError } from 'sequelize';
 import type { Database } from '../db';
-import { EventTypeExistsError, UnknownEventTypeError } from './errors';
+import { isReservedEventName } from '../deliveries/operational-event-names';
+import { EventTypeExistsError, ReservedEventNameError, UnknownEventTypeError } from './errors';
 
 /** One entry of the event catalog (DESIGN §11): `schema` is a JSON Schema of the event's data. */
 export interface EventType {
@@ -32,9 +33,39 @@ const POST_CHANGED_SCHEMA = {
   },
 };
 
+const NULLABLE_STATUS = { type: ['integer', 'null'], minimum: 100, maximum: 599 } as const;
+
+// What the endpoint events share (DESIGN §6 rev 4; shared/deliveries/episodes.ts
+// `endpointEventData` writes it): the endpoint, the failure episode and why.
+const ENDPOINT_EVENT_PROPERTIES = {
+  endpoint_id: { type: 'integer', minimum: 1 },
+  url: { type: 'string', description: 'The endpoint URL without userinfo, query string or fragment.' },
+  user_id: { type: ['integer', 'null'], minimum: 1, maximum: 99999, description: "The endpoint's owner; null for an operator endpoint." },
+  reason: { type: 'string' },
+  failing_since: { ...ISO_TIME, description: "The episode's first failed attempt." },
+  consecutive_failures: { type: 'integer', minimum: 1, description: 'Failed attempts in the episode, without a success between.' },
+  last_status_code: { ...NULLABLE_STATUS, description: "The episode's last failed attempt's HTTP status; null when it got no answer." },
+  last_error: { type: ['string', 'null'], description: "The episode's last failed attempt's error (timeout, connection); null when it got an answer." },
+  occurred_at: ISO_TIME,
+  episode_id: { type: 'string', pattern: '^epi_', description: 'The failure episode: from a failed attempt after a success to the next success or re-enable.' },
+} as const;
+
+const ENDPOINT_EVENT_REQUIRED = Object.keys(ENDPOINT_EVENT_PROPERTIES);
+
+/** The JSON Schema of an endpoint event's data, with `extra` properties of its own. */
+const endpointEventSchema = (extra: Record<string, object> = {}) => ({
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  type: 'object',
+  required: [...ENDPOINT_EVENT_REQUIRED, ...Object.keys(extra)],
+  additionalProperties: false,
+  properties: { ...ENDPOINT_EVENT_PROPERTIES, ...extra },
+});
+
 /**
  * The built-in event types: the post events of DESIGN §6, the endpoint test of §11 and the
- * endpoint-disabled notice of §6. Operators add others (stored in webhook_event_types).
+ * operational events of §6 rev 4 (shared/deliveries/operational-event-names.ts), which
+ * endpoints receive only when they list them by name. Operators add others (stored in
+ * webhook_event_types).
  */
 export const BUILT_IN_EVENT_TYPES: readonly EventType[] = [
   { name: 'post.created', description: 'A post was created.', schema: POST_CHANGED_SCHEMA },
@@ -72,17 +103,35 @@ export const BUILT_IN_EVENT_TYPES: readonly EventType[] = [
   {
     name: 'endpoint.disabled',
     description: 'An endpoint was disabled: it answered 410 Gone, or failed with no success for WEBHOOK_DISABLE_AFTER_S.',
-    // What the worker sends to operator endpoints when it disables one (DESIGN §6).
+    schema: endpointEventSchema({ disabled_at: ISO_TIME }),
+  },
+  {
+    name: 'endpoint.failing',
+    description: "An endpoint's circuit breaker opened, the first time in its episode of failures: its deliveries wait for the next probe.",
+    schema: endpointEventSchema(),
+  },
+  {
+    name: 'endpoint.recovered',
+    description: 'An endpoint that was announced failing or disabled succeeded again, or was re-enabled: its episode of failures ended.',
+    schema: endpointEventSchema(),
+  },
+  {
+    name: 'delivery.exhausted',
+    description: 'A delivery ended failed with every attempt of its retry schedule used; it stays replayable and recoverable.',
     schema: {
       $schema: 'http://json-schema.org/draft-07/schema#',
       type: 'object',
-      required: ['endpoint_id', 'url', 'reason', 'disabled_at'],
+      required: ['delivery_id', 'endpoint_id', 'event', 'attempt_count', 'last_status_code', 'last_error', 'occurred_at', 'episode_id'],
       additionalProperties: false,
       properties: {
-        endpoint_id: { type: 'integer', minimum: 1 },
-        url: { type: 'string' },
-        reason: { type: 'string' },
-        disabled_at: ISO_TIME,
+        delivery_id: { type: 'string', pattern: '^msg_', description: 'The webhook-id of the delivery given up.' },
+        endpoint_id: { type: ['integer', 'null'], minimum: 1, description: 'Its endpoint; null for an ad-hoc send (POST /api/v1/webhooks).' },
+        event: { type: ['string', 'null'] },
+        attempt_count: { type: 'integer', minimum: 1 },
+        last_status_code: NULLABLE_STATUS,
+        last_error: { type: ['string', 'null'] },
+        occurred_at: ISO_TIME,
+        episode_id: { type: ['string', 'null'], pattern: '^epi_', description: "Its endpoint's failure episode; null for an ad-hoc send." },
       },
     },
   },
@@ -103,9 +152,11 @@ export async function listEventTypes(db: Database): Promise<EventType[]> {
  * Adds an operator's event type to the catalog.
  *
  * @param type.name - lowercase and dotted ({@link EVENT_TYPE_NAME}); the caller validates it
+ * @throws ReservedEventNameError for the name of an operational event (DESIGN §6 rev 4)
  * @throws EventTypeExistsError when the name is built in or already added
  */
 export async function addEventType(db: Database, type: EventType): Promise<EventType> {
+  if (isReservedEventName(type.name)) throw new ReservedEventNameError(type.name);
   if (BUILT_IN_NAMES.has(type.name)) throw new EventTypeExistsError(type.name);
   try {
     const row = await db.models.WebhookEventType.create({ name: type.name, description: type.description, schema: type.schema });

@@ -1,7 +1,8 @@
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
-import { keyOf, keyOfId, keyRange, keysOf } from '../db/partitions';
+import { findById, findByIds, keyOfId, keyRange } from '../db/partitions';
 import { rawQuery } from '../db/raw-query';
+import { isReservedEventName } from '../deliveries/operational-event-names';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
@@ -56,8 +57,8 @@ export interface EnqueueWebhookOptions {
  *
  * @param inCommit - run in the rows' own transaction, with the delivery id
  * @returns the delivery id, which is also the `webhook-id` header the receiver sees
- * @throws InvalidWebhookError for a URL that is not http(s), an unknown method or a
- *   malformed `whsec_` secret
+ * @throws InvalidWebhookError for a URL that is not http(s), an unknown method, a
+ *   malformed `whsec_` secret or the name of an operational event (DESIGN §6 rev 4)
  * @throws EncryptionError (shared/webhook) for an empty or unserialisable payload
  * @throws LogicError (shared/webhook) for an unsupported algo
  */
@@ -65,6 +66,9 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
   const method = options.method ?? 'POST';
   if (!(WEBHOOK_METHODS as readonly string[]).includes(method)) {
     throw new InvalidWebhookError(`Unsupported method ${method}: use one of ${WEBHOOK_METHODS.join(', ')}.`);
+  }
+  if (isReservedEventName(options.event)) {
+    throw new InvalidWebhookError(`Event ${options.event} is reserved: the system sends it about endpoints and deliveries (an operational event).`);
   }
   assertHttpUrl(options.url);
   if (options.secret !== undefined) assertSecret(options.secret);
@@ -128,11 +132,13 @@ export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: re
 async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Promise<DeliveryJob[]> {
   const unknown = jobs.filter((job) => job.gate === undefined).map((job) => job.deliveryId);
   if (unknown.length === 0) return [...jobs];
-  const rows = await rawQuery<{ id: string; endpoint_id: number | null; url: string }>(sequelize, {
-    name: 'outbox-gate-keys',
-    text: `SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
-    values: [unknown, ...keysOf(unknown)],
-  });
+  const rows = await findByIds(unknown, (ids, keys) =>
+    rawQuery<{ id: string; endpoint_id: number | null; url: string }>(sequelize, {
+      name: 'outbox-gate-keys',
+      text: `SELECT id, endpoint_id, url FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
+      values: [ids, ...keys],
+    }),
+  );
   const gates = new Map(rows.map((row) => [row.id, gateKeyOf({ endpointId: row.endpoint_id, url: row.url })]));
   return jobs.flatMap((job) => {
     const gate = job.gate ?? gates.get(job.deliveryId);
@@ -151,11 +157,14 @@ async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Pr
 export async function markEnqueued(sequelize: Sequelize, ids: string[], transaction?: Transaction): Promise<void> {
   const sql = `UPDATE webhook_deliveries w SET enqueued_at = now(), updated_at = now()
     FROM (SELECT id, created_at FROM webhook_deliveries WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')} FOR UPDATE SKIP LOCKED) unheld
-   WHERE w.id = unheld.id AND w.created_at = unheld.created_at AND ${keyRange('w.created_at', '$2', '$3')}`;
-  const values = [ids, ...keysOf(ids)];
-  // Outside a transaction this runs after every batch of creates: a prepared statement, past Sequelize's pipeline.
-  if (transaction) await sequelize.query(sql, { bind: values, transaction });
-  else await rawQuery(sequelize, { name: 'outbox-mark-enqueued', text: sql, values });
+   WHERE w.id = unheld.id AND w.created_at = unheld.created_at AND ${keyRange('w.created_at', '$2', '$3')}
+   RETURNING w.id`;
+  await findByIds(ids, (some, keys) =>
+    // Outside a transaction this runs after every batch of creates: a prepared statement, past Sequelize's pipeline.
+    transaction
+      ? sequelize.query<{ id: string }>(sql, { bind: [some, ...keys], transaction, type: QueryTypes.SELECT })
+      : rawQuery<{ id: string }>(sequelize, { name: 'outbox-mark-enqueued', text: sql, values: [some, ...keys] }),
+  );
 }
 
 /**
@@ -169,13 +178,16 @@ export async function markEnqueued(sequelize: Sequelize, ids: string[], transact
  */
 export async function redeliverWebhook(deps: DeliveryDeps, id: string): Promise<void> {
   const { sequelize } = deps.db;
-  const key = keyOf(id);
   const byId = `id = $1 AND ${keyOfId('created_at', '$2')}`;
-  const [delivery] = await sequelize.query<{ status: DeliveryStatus; endpoint_id: number | null; url: string }>(
-    `SELECT status, endpoint_id, url FROM webhook_deliveries WHERE ${byId}`,
-    { bind: [id, key], type: QueryTypes.SELECT },
+  const [delivery] = await findById(id, (key) =>
+    sequelize.query<{ status: DeliveryStatus; endpoint_id: number | null; url: string; created_at: Date }>(
+      `SELECT status, endpoint_id, url, created_at FROM webhook_deliveries WHERE ${byId}`,
+      { bind: [id, key], type: QueryTypes.SELECT },
+    ),
   );
   if (!delivery) throw new DeliveryNotFoundError(id);
+  // The row's own partition key from here on: a legacy row's names the legacy partition.
+  const key = delivery.created_at;
   const previous = delivery.status;
   if (previous === 'pending' || previous === 'delivering') throw new DeliveryInProgressError(id);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');

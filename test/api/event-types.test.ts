@@ -1,8 +1,10 @@
+import { QueryTypes } from 'sequelize';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
-const BUILT_IN = ['post.created', 'post.updated', 'post.deleted', 'webhook.test', 'endpoint.disabled'];
+const OPERATIONAL = ['endpoint.disabled', 'endpoint.failing', 'endpoint.recovered', 'delivery.exhausted'];
+const BUILT_IN = ['post.created', 'post.updated', 'post.deleted', 'webhook.test', ...OPERATIONAL];
 
 describe('event types catalog (DESIGN §11)', () => {
   let harness: ApiHarness;
@@ -15,7 +17,7 @@ describe('event types catalog (DESIGN §11)', () => {
     harness = await createApiHarness();
     a = await harness.start('a');
     b = await harness.start('b');
-    operator = await createServiceKey(harness.db, ['endpoints:write']);
+    operator = await createServiceKey(harness.db, ['endpoints:write', 'webhooks:send']);
     alice = await createUser(harness.db);
   });
 
@@ -53,5 +55,44 @@ describe('event types catalog (DESIGN §11)', () => {
     expect(subscribed.statusCode).toBe(201);
     const listed = (await a.request({ url: '/api/v1/event-types', headers: operator.headers })).json();
     expect(listed.data.map((type: { name: string }) => type.name)).toEqual([...BUILT_IN, 'invoice.paid']);
+  });
+
+  it('When the catalog is listed, then each operational event names its data with a closed JSON Schema (DESIGN §6 rev 4)', async () => {
+    const { data } = (await a.request({ url: '/api/v1/event-types', headers: operator.headers })).json();
+    const schemas = new Map<string, { required: string[]; additionalProperties: boolean }>(data.map((type: { name: string; schema: never }) => [type.name, type.schema]));
+    const endpointFields = ['endpoint_id', 'url', 'user_id', 'reason', 'failing_since', 'consecutive_failures', 'last_status_code', 'last_error', 'occurred_at', 'episode_id'];
+
+    expect(schemas.get('endpoint.failing')).toMatchObject({ required: endpointFields, additionalProperties: false });
+    expect(schemas.get('endpoint.recovered')).toMatchObject({ required: endpointFields, additionalProperties: false });
+    expect(schemas.get('endpoint.disabled')).toMatchObject({ required: [...endpointFields, 'disabled_at'], additionalProperties: false });
+    expect(schemas.get('delivery.exhausted')).toMatchObject({
+      required: ['delivery_id', 'endpoint_id', 'event', 'attempt_count', 'last_status_code', 'last_error', 'occurred_at', 'episode_id'],
+      additionalProperties: false,
+    });
+  });
+
+  it.each(OPERATIONAL)('When a caller sends, publishes or adds %s, then each route answers 400 and nothing is written', async (name) => {
+    const shouted = ` ${name.toUpperCase()} `;
+    const addType = await a.request({ method: 'POST', url: '/api/v1/event-types', headers: operator.headers, payload: { name } });
+    const publish = await b.request({ method: 'POST', url: '/api/v1/events', headers: operator.headers, payload: { event: name, payload: { endpoint_id: 1 } } });
+    const send = (event: string) =>
+      a.request({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: operator.headers,
+        payload: { url: 'https://hooks.example.com/in', event, payload: { endpoint_id: 1 }, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+      });
+    const [sent, sentShouted] = [await send(name), await send(shouted)];
+
+    const reserved = `Event ${name} is reserved: the system sends it about endpoints and deliveries (an operational event).`;
+    expect([addType.statusCode, addType.json()]).toEqual([400, { status: 400, message: reserved }]);
+    expect([publish.statusCode, publish.json()]).toEqual([400, { message: reserved }]);
+    expect([sent.statusCode, sent.json()]).toEqual([400, { status: 400, message: reserved }]);
+    expect([sentShouted.statusCode, sentShouted.json().message]).toEqual([400, expect.stringContaining('is reserved')]);
+    const written = await harness.db.sequelize.query<{ count: number }>(`SELECT count(*)::int AS count FROM webhook_events WHERE lower(trim(event)) = $1`, {
+      bind: [name],
+      type: QueryTypes.SELECT,
+    });
+    expect(written).toEqual([{ count: 0 }]);
   });
 });

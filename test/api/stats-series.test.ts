@@ -5,7 +5,18 @@ import { createServiceKey, insertDelivery, TestServiceKey } from './support/oper
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-const STATS_KEYS = ['attempts_24h', 'circuit', 'disabled_reason', 'last_failure_at', 'last_success_at', 'p50_ms', 'p95_ms', 'success_rate_24h'];
+const STATS_KEYS = [
+  'attempts_24h',
+  'circuit',
+  'consecutive_failures',
+  'disabled_reason',
+  'failing_since',
+  'last_failure_at',
+  'last_success_at',
+  'p50_ms',
+  'p95_ms',
+  'success_rate_24h',
+];
 
 /** One attempt of the fixture: when, with what answer (null: no answer) and how long. */
 interface Attempt {

@@ -188,6 +188,15 @@ describe('the dashboard in Chromium', () => {
     expect(sentToSink.map((request) => request.headers['webhook-id'])).toEqual([deliveryId, deliveryId]);
     await page.locator(`tr[data-delivery-id="${deliveryId}"]`).getByText('2', { exact: true }).waitFor();
 
+    // The flaky peer's failure episode (DESIGN §6 rev 4): since its first failed attempt, every
+    // attempt of its delivery failed; the sink has none open.
+    const [{ failing_since: failingSince }] = (await db.query('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows;
+    const episode = page.locator(`tr[data-endpoint-id="${flakyEndpointId}"] .episode`);
+    expect(await episode.locator('time').getAttribute('datetime')).toBe(failingSince.toISOString());
+    expect(await episode.textContent()).toMatch(/ · 4 failed attempts in a row$/);
+    expect(await page.locator(`tr[data-endpoint-id="${endpointId}"] .health`).textContent()).not.toContain('Failing since');
+    expect(await page.locator(`tr[data-endpoint-id="${flakyEndpointId}"] .health`).textContent()).toContain('Failing since');
+
     // The flaky peer's hostile description and response are on the page as text, and did nothing.
     expect(await page.locator(`tr[data-endpoint-id="${flakyEndpointId}"] .description`).textContent()).toBe(HOSTILE_DESCRIPTION);
     await page.locator(`tr[data-delivery-id="${flakyDeliveryId}"]`).click();
@@ -308,9 +317,12 @@ describe('the dashboard in Chromium', () => {
     await flakyRow.getByRole('button', { name: 'Disable' }).click();
     await flakyRow.getByText('disabled', { exact: true }).waitFor();
     expect((await db.query('SELECT active FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows[0].active).toBe(false);
+    expect(await flakyRow.locator('.episode').count()).toBe(1);
     await flakyRow.getByRole('button', { name: 'Enable' }).click();
     await flakyRow.getByText('active', { exact: true }).waitFor();
     expect((await db.query('SELECT active FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows[0].active).toBe(true);
+    // The re-enable closed its failure episode.
+    expect(await flakyRow.locator('.episode').count()).toBe(0);
 
     const flakyRequests = peer.requests.filter((request) => request.path === '/hooks/flaky').length;
     await flakyRow.getByRole('button', { name: 'Recover…' }).click();

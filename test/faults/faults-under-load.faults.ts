@@ -21,7 +21,7 @@ describe('faults under load (DESIGN §15)', () => {
     harness = await startLoadHarness({
       adminUrl: postgres.url(),
       checkUrl: () => postgres.url('faults'),
-      redisEnv: { REDIS_URL: `redis://127.0.0.1:${redisPort}` },
+      serviceEnv: { REDIS_URL: `redis://127.0.0.1:${redisPort}` },
     });
   }, 180_000);
 

@@ -309,10 +309,13 @@ describe('webhook routes', () => {
       last_failure_at: null,
       circuit: 'closed',
       disabled_reason: null,
+      failing_since: null,
+      consecutive_failures: null,
     });
     expect(stats.statusCode).toBe(200);
     const body = stats.json();
-    expect(body).toMatchObject({ attempts_24h: 2, success_rate_24h: 0.5, circuit: 'closed', disabled_reason: null });
+    // The 500 opened a failure episode, which the success closed.
+    expect(body).toMatchObject({ attempts_24h: 2, success_rate_24h: 0.5, circuit: 'closed', disabled_reason: null, failing_since: null, consecutive_failures: null });
     expect(body.p50_ms).toBeGreaterThanOrEqual(0);
     expect(body.p95_ms).toBeGreaterThanOrEqual(body.p50_ms);
     expect(Date.parse(body.last_success_at)).toBeGreaterThan(Date.parse(body.last_failure_at));

@@ -1,4 +1,5 @@
 import { createDeliveryStore, AttemptRecord, DeliveryStore } from '../../services/webhook-worker/src/delivery-store';
+import { createDatabase } from '../../shared/db';
 import { createdAtOf } from '../../shared/db/partitions';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { Producer, addEndpoint, createProducer, deliveryRows, recordEvent, resetAndClose } from './support/harness';
@@ -18,6 +19,7 @@ function success(deliveryId: string, endpointId: number, response = 'ok'): Attem
     endpointId,
     succeeded: true,
     goneReason: null,
+    exhausted: false,
   };
 }
 
@@ -55,7 +57,7 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
 
   it('When many attempts succeed at once, then each delivery is succeeded with its own attempt row and the endpoint is healthy again', async () => {
     const ids = await claimAll(30);
-    await producer.db.sequelize.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '1 minute' WHERE id = $1`, {
+    await producer.db.sequelize.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '1 minute', episode_id = 'epi_test', consecutive_failures = 3 WHERE id = $1`, {
       bind: [endpoint.id],
     });
 
@@ -72,8 +74,7 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
       [...ids].sort().map((id) => [id, 1, 200, `answer of ${id}`]),
     );
     const stored = await producer.db.models.WebhookEndpoint.findByPk(endpoint.id);
-    expect(stored?.failingSince).toBeNull();
-    expect(stored?.active).toBe(true);
+    expect(stored).toMatchObject({ failingSince: null, episodeId: null, consecutiveFailures: 0, active: true });
   });
 
   it('When one delivery of a batch was deleted meanwhile, then only its own record fails and the others are recorded', async () => {
@@ -110,6 +111,39 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
     const notices = (await deliveryRows(producer.db)).filter((row) => row.endpointId === watcher.id);
     expect(notices.map((row) => [row.id, row.event])).toEqual([[disabling[0].noticeIds[0], 'endpoint.disabled']]);
     expect((await deliveryRows(producer.db)).filter((row) => row.endpointId === endpoint.id).map((row) => row.status)).toEqual(ids.map(() => 'failed'));
+  });
+
+  it('When two workers announce the same circuit opening and record successes at once, then the episode gives one endpoint.failing and one endpoint.recovered', async () => {
+    const watcher = await addEndpoint(producer.db, 'http://127.0.0.1:9/watcher', { events: ['endpoint.failing', 'endpoint.recovered'] });
+    // Another worker process: a database handle and a store of its own.
+    const other = createDatabase(env.config.databaseUrl, { poolMax: 5 });
+    const otherStore = createDeliveryStore(other.sequelize, { disableAfterS: 3600 });
+    try {
+      const ids = await claimAll(12);
+      const failure = (id: string): AttemptRecord => ({ ...success(id, endpoint.id), statusCode: 503, status: 'pending', nextAttemptAt: new Date(), succeeded: false });
+      await Promise.all(ids.slice(0, 4).map((id, i) => (i % 2 ? otherStore : store).recordAttempt(failure(id))));
+      const opened = await producer.db.models.WebhookEndpoint.findByPk(endpoint.id);
+      expect(opened).toMatchObject({ consecutiveFailures: 4, lastFailureStatusCode: 503, episodeEvents: [] });
+
+      // Both workers saw the circuit open, each twice (a failed probe, a Redis that forgot it).
+      const failing = (await Promise.all([store, otherStore, store, otherStore].map((each) => each.circuitOpened(endpoint.id)))).flat();
+      const recovered = (await Promise.all(ids.slice(4).map((id, i) => (i % 2 ? otherStore : store).recordAttempt(success(id, endpoint.id))))).flatMap(
+        (result) => result.noticeIds,
+      );
+
+      expect([failing.length, recovered.length]).toEqual([1, 1]);
+      const notices = (await deliveryRows(producer.db)).filter((row) => row.endpointId === watcher.id);
+      expect(notices.map((row) => [row.id, row.event])).toEqual([
+        [failing[0], 'endpoint.failing'],
+        [recovered[0], 'endpoint.recovered'],
+      ]);
+      const [failingData, recoveredData] = notices.map((row) => JSON.parse(row.body)._data);
+      expect(recoveredData).toMatchObject({ episode_id: opened!.episodeId, failing_since: opened!.failingSince!.toISOString(), consecutive_failures: 4 });
+      expect(failingData).toMatchObject({ episode_id: opened!.episodeId, reason: 'circuit opened after 4 consecutive failed attempts' });
+      expect(await producer.db.models.WebhookEndpoint.findByPk(endpoint.id)).toMatchObject({ episodeId: null, failingSince: null, consecutiveFailures: 0 });
+    } finally {
+      await other.close();
+    }
   });
 
   it('When a recorded answer holds NUL characters, then the rest of its excerpt is stored', async () => {

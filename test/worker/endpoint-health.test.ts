@@ -77,12 +77,22 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
       'webhook-signature': String(notice.headers['webhook-signature']),
     }) as { _data: Record<string, unknown>; _config: Record<string, unknown> };
     expect(body._config).toEqual({ 'app.webhook.event': 'endpoint.disabled', 'app.webhook.signable': 1 });
+    // The data of every endpoint event (DESIGN §6 rev 4), and the disable's own time.
     expect(body._data).toEqual({
       endpoint_id: failing.id,
       url: `${receiver.url}/failing`,
+      user_id: null,
       reason: stored.disabledReason,
+      failing_since: stored.failingSince!.toISOString(),
+      consecutive_failures: stored.consecutiveFailures,
+      last_status_code: 500,
+      last_error: null,
+      occurred_at: stored.updatedAt.toISOString(),
+      episode_id: stored.episodeId,
       disabled_at: stored.updatedAt.toISOString(),
     });
+    expect(stored.episodeId).toMatch(/^epi_/);
+    expect(stored.episodeEvents).toEqual(['endpoint.disabled']);
     // The delivery to the disabled endpoint is not attempted again.
     const [failed] = await eventually(async () => {
       const rows = (await deliveryRows(producer.db)).filter((row) => row.endpointId === failing.id);

@@ -2,7 +2,9 @@ import { Queue } from 'bullmq';
 import { QueryTypes } from 'sequelize';
 import { createMetrics } from '../../shared/metrics';
 import { createRedis } from '../../shared/redis';
-import { MAINTENANCE_QUEUE_NAME, RETENTION_SCHEDULER_ID, createRetention } from '../../services/webhook-worker/src/retention';
+import { MAINTENANCE_QUEUE_NAME, PruneResult, RETENTION_SCHEDULER_ID, createRetention } from '../../services/webhook-worker/src/retention';
+import { redeliver } from '../../shared/operations/delivery-actions';
+import { OPERATOR } from '../../shared/operations/viewer';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ensureDays, idAt } from '../support/partitions';
 import { Producer, createProducer, eventually, silentLogger, startWorker } from './support/harness';
@@ -14,7 +16,8 @@ describe('retention (DESIGN §11)', () => {
   let producer: Producer;
 
   beforeAll(async () => {
-    env = await createTestEnvironment({ WEBHOOK_RETENTION_DAYS: '30' }, 'worker');
+    // A check a second: a first check that met a busy table (its 1 s lock timeout) is soon tried again.
+    env = await createTestEnvironment({ WEBHOOK_RETENTION_DAYS: '30', MAINTENANCE_INTERVAL_MS: '1000' }, 'worker');
     producer = createProducer(env.config);
     await producer.queue.waitUntilReady();
   });
@@ -112,6 +115,63 @@ describe('retention (DESIGN §11)', () => {
     expect((await retention.prune()).days).toBe(1);
     expect(await partitionsOf(oldDay)).toEqual([]);
     await retention.close();
+  });
+
+  it('When a redeliver makes a row of the day pending between the prune’s first check and its detach, then the whole day stays and the redelivered row is kept', async () => {
+    const oldDay = noonOf(42);
+    const { deliveryIds } = await addDay(oldDay, ['failed', 'succeeded']);
+    const retention = createRetention({ config: env.config, sequelize: sequelize(), logger: silentLogger, lockTimeoutMs: 10_000, schedule: false });
+    // A transaction on the attempts table holds the detach (attempts first) after the first check has passed.
+    const blocker = await sequelize().transaction();
+    let pruning: Promise<PruneResult> | undefined;
+    try {
+      await sequelize().query('LOCK TABLE webhook_attempts IN ROW EXCLUSIVE MODE', { transaction: blocker });
+      pruning = retention.prune();
+      await eventually(async () => {
+        const [waiting] = await sequelize().query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DETACH PARTITION%'`,
+          { type: QueryTypes.SELECT },
+        );
+        return waiting.n > 0;
+      }, 10_000, 'the detach waiting for its lock');
+      // What POST /webhooks/{id}/redeliver runs: it answers 202 once this resolves.
+      await redeliver({ db: producer.db, queue: producer.queue }, deliveryIds[0], OPERATOR);
+    } finally {
+      await blocker.rollback();
+    }
+    const result = await pruning;
+
+    expect(result.days).toBe(0);
+    expect(await partitionsOf(oldDay)).toHaveLength(3);
+    const rows = await producer.db.models.WebhookDelivery.findAll({ where: { id: deliveryIds } });
+    expect(rows.map((row) => [row.id, row.status]).sort()).toEqual(
+      [
+        [deliveryIds[0], 'pending'],
+        [deliveryIds[1], 'succeeded'],
+      ].sort(),
+    );
+    // Once the redelivery ended, the day goes at the next pass.
+    await producer.queue.obliterate({ force: true });
+    await producer.db.models.WebhookDelivery.update({ status: 'succeeded', oneShot: false }, { where: { id: deliveryIds[0] } });
+    expect(await retention.prune()).toMatchObject({ days: 1, deliveries: 2 });
+    expect(await partitionsOf(oldDay)).toEqual([]);
+    await retention.close();
+  });
+
+  it('When a day was detached and not dropped (a crash between the two), then the next prune drops its tables and counts it', async () => {
+    const oldDay = noonOf(44);
+    await addDay(oldDay, ['succeeded', 'failed']);
+    const stamp = oldDay.toISOString().slice(0, 10).replace(/-/g, '');
+    for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_events']) {
+      await sequelize().query(`ALTER TABLE ${table} DETACH PARTITION ${table}_p${stamp}`);
+    }
+    const retention = createRetention({ config: env.config, sequelize: sequelize(), logger: silentLogger, schedule: false });
+
+    const result = await retention.prune();
+    await retention.close();
+
+    expect(result).toMatchObject({ days: 1, deliveries: 2, failedDropped: 1 });
+    expect(await partitionsOf(oldDay)).toEqual([]);
   });
 
   it('When a worker starts after days without one, then the day partitions through today + 7 exist again', async () => {

@@ -1261,7 +1261,14 @@ export interface paths {
                             attempts_24h: number;
                             /** @enum {string} */
                             circuit: "closed" | "open" | "half_open";
+                            /** @description Failed attempts in the open episode, without a success between; null when none is open. */
+                            consecutive_failures: number | null;
                             disabled_reason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description The first failed attempt of the endpoint's open failure episode (from a failure after a success until the next success or re-enable); null when none is open.
+                             */
+                            failing_since: string | null;
                             /** Format: date-time */
                             last_failure_at: string | null;
                             /** Format: date-time */
@@ -1590,7 +1597,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         description?: string | null;
-                        /** @description Lowercase and dotted, e.g. `invoice.paid`. */
+                        /** @description Lowercase and dotted, e.g. `invoice.paid`; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
                         name: string;
                         /** @description A JSON Schema of the event's data. */
                         schema?: {
@@ -1714,7 +1721,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description A name from GET /api/v1/event-types. */
+                        /** @description A name from GET /api/v1/event-types; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
                         event: string;
                         /** @description A non-empty object, array, or raw JSON string; sent as `_data` of the envelope. */
                         payload: unknown;
@@ -2979,6 +2986,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Your choice; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
                         event: string;
                         headers?: {
                             [key: string]: string;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { DEFERRED_PRIORITY } from '../../../shared/queue';
 import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/endpoint-gate';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/endpoint-gate';
+import { announceCircuitOpened } from './circuit-notices';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { linePlace } from './fifo-line';
 import { DeliveryJob, between, jobIdOf, postpone } from './job-moves';
@@ -39,6 +40,8 @@ export interface AdmissionOptions {
   logger: Logger;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
   wake(deliveryIds: string[], partition: number): Promise<void>;
+  /** Queues deliveries the worker itself recorded (`endpoint.failing` when a circuit opens); must not throw. */
+  queueNotices(deliveryIds: string[]): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
   random: () => number;
 }
@@ -187,6 +190,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       try {
         const { change, woken } = await scope.gate.release(lease.gateKey, token, verdict, next ?? undefined);
         if (change !== 'none') log.warn({ gate: lease.gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
+        if (change === 'opened') await announceCircuitOpened(options.store, options.queueNotices, lease.gateKey, log);
         // Parked with this partition's gate, so by jobs of this partition.
         if (woken.length > 0) await options.wake(woken, scope.partition);
       } catch (error) {

@@ -2,10 +2,12 @@ import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import { isDatabaseUnavailable, type DeliveryStatus, type EndpointAuth } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
 import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
+import { announceExhausted } from '../../../shared/deliveries/delivery-exhausted';
+import { announceFailing, closeEpisode, failedAttemptSet } from '../../../shared/deliveries/episodes';
 import { disableEndpoint, disablesEndpoint } from './endpoint-disable';
 import { DeliveryGoneError } from './errors';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
-import { keyOf, keyOfId, keyRange, keysOf } from '../../../shared/db/partitions';
+import { findById, findByIds, keyOf, keyOfId, keyRange, keysAt, keysOf } from '../../../shared/db/partitions';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
 export interface ClaimedDelivery {
@@ -70,11 +72,19 @@ export interface AttemptRecord {
   succeeded: boolean;
   /** Set to disable the endpoint at once with this reason (410 Gone); null otherwise. */
   goneReason: string | null;
+  /**
+   * The delivery ends `failed` with every attempt used: `delivery.exhausted` is written with
+   * the attempt (DESIGN §6 rev 4), unless the delivery is one of an operational event.
+   */
+  exhausted: boolean;
 }
 
 /** What recording an attempt changed beyond the delivery. */
 export interface RecordResult {
-  /** `endpoint.disabled` deliveries written with the disable (queue them). */
+  /**
+   * Deliveries of the operational events the record wrote (queue them): `endpoint.disabled`,
+   * `delivery.exhausted`, `endpoint.recovered` (DESIGN §6 rev 4).
+   */
   noticeIds: string[];
   /** The endpoint was disabled by this record: its reason; else null. */
   disabledReason: string | null;
@@ -101,15 +111,23 @@ export interface DeliveryStore {
    */
   nextInLine(endpointId: number, sequence: string, deliveryId: string): Promise<string | null>;
   /**
-   * Writes, in one statement: the webhook_attempts row, the delivery's new state and the
-   * endpoint's health (`failing_since`). When the attempt disables the endpoint, its
-   * `disabled_reason` and the `endpoint.disabled` event are written too (endpoint-disable.ts):
-   * for 410 Gone in one transaction with the attempt; for failing with no success for
-   * WEBHOOK_DISABLE_AFTER_S (rare) in a transaction of their own right after it.
-   * Successes of concurrent jobs share one statement.
+   * Writes, in one statement: the webhook_attempts row, the delivery's new state and, for a
+   * failed attempt, the endpoint's failure episode (shared/deliveries/episodes.ts). When the
+   * attempt disables the endpoint, its `disabled_reason` and the `endpoint.disabled` event are
+   * written too (endpoint-disable.ts): for 410 Gone in one transaction with the attempt; for
+   * failing with no success for WEBHOOK_DISABLE_AFTER_S (rare) in a transaction of their own
+   * right after it. An exhausted delivery's `delivery.exhausted` is written in one transaction
+   * with its last attempt. Successes of concurrent jobs share one statement; one that finds
+   * its endpoint's episode open closes it after (`endpoint.recovered`), once per process.
    * @throws DeliveryGoneError when the delivery no longer exists (nothing is written)
    */
   recordAttempt(record: AttemptRecord): Promise<RecordResult>;
+  /**
+   * The endpoint's circuit opened: `endpoint.failing`, the first time in its open episode
+   * (shared/deliveries/episodes.ts `announceFailing`).
+   * @returns the deliveries of the event (queue them); none when it was announced already
+   */
+  circuitOpened(endpointId: number): Promise<string[]>;
   /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
   failWithoutAttempt(deliveryId: string, reason: string): Promise<void>;
 }
@@ -183,16 +201,19 @@ const DISABLES = disablesEndpoint('e', { succeeded: '$9::boolean', goneReason: '
 interface RecordRow {
   disable_due: boolean;
   found: boolean;
+  /** The attempt row was written now (not a duplicate). */
+  attempted: boolean;
+  /** A success's endpoint has this episode open: close it. */
+  open_episode: string | null;
 }
 
-// Data-modifying CTEs always run, so the attempt, the endpoint's health and the delivery
-// change in one round trip. The healthy path writes no endpoint row at all: only the first
-// failure after a success and the first success after a failure do. An attempt that
-// disables the endpoint leaves its row to the disable (endpoint-disable.ts), which this
-// statement reports as due. A duplicate attempt number (a job re-run after a crash
-// mid-record) is ignored. No foreign key ties an attempt to its delivery (DESIGN §3): the
-// attempt is written only for a delivery the statement found, and none (a delivery gone
-// meanwhile) is reported.
+// Data-modifying CTEs always run, so the attempt, the endpoint's failure episode and the
+// delivery change in one round trip. A success writes no endpoint row here: it reports the
+// episode it finds open, which the store then closes. Disabling the endpoint is left to
+// endpoint-disable.ts, which this statement reports as due. A duplicate attempt number (a job
+// re-run after a crash mid-record) is ignored and counts no failure. No foreign key ties an
+// attempt to its delivery (DESIGN §3): the attempt is written only for a delivery the
+// statement found, and none (a delivery gone meanwhile) is reported.
 const RECORD = {
   name: 'webhook_worker_record',
   text: `
@@ -207,18 +228,20 @@ const RECORD = {
     INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body, delivery_created_at)
     SELECT $1, $2, $3::int, $4::text, $5, $6::text, $13::timestamptz FROM delivery
     ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
+    RETURNING 1
   ), health AS (
-    UPDATE webhook_endpoints e SET failing_since = CASE WHEN $9::boolean THEN NULL ELSE now() END
-     WHERE e.id = $12::int AND NOT COALESCE(${DISABLES}, false)
-       AND CASE WHEN $9::boolean THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END
+    UPDATE webhook_endpoints e SET ${failedAttemptSet('e', { statusCode: '$3::int', error: '$4::text' })}
+     WHERE e.id = $12::int AND NOT $9::boolean AND EXISTS (SELECT 1 FROM attempt)
   )
   SELECT COALESCE((SELECT ${DISABLES} FROM webhook_endpoints e WHERE e.id = $12::int), false) AS disable_due,
-         EXISTS (SELECT 1 FROM delivery) AS found`,
+         EXISTS (SELECT 1 FROM delivery) AS found, EXISTS (SELECT 1 FROM attempt) AS attempted,
+         (SELECT e.episode_id FROM webhook_endpoints e WHERE e.id = $12::int AND $9::boolean) AS open_episode`,
 };
 
 // The common case, a 2xx, for a batch of attempts at once: $1..$6 one array entry per
-// attempt. A success never disables an endpoint; it only ends the failing streak of an
-// endpoint that had one, a write made once per endpoint row whatever the batch holds.
+// attempt. A success never disables an endpoint and writes no endpoint row: it reports its
+// endpoint's open failure episode, if any, which the store then closes (a healthy endpoint
+// costs a primary-key read in this same statement).
 const RECORD_SUCCESSES = {
   name: 'webhook_worker_record_successes',
   text: `
@@ -236,20 +259,21 @@ const RECORD_SUCCESSES = {
     INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, duration_ms, response_body, delivery_created_at)
     SELECT r.delivery_id, r.attempt_number, r.status_code, r.duration_ms, r.response_body, r.delivery_created_at FROM r JOIN done ON done.id = r.delivery_id
     ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
-  ), health AS (
-    UPDATE webhook_endpoints e SET failing_since = NULL
-     WHERE e.id IN (SELECT endpoint_id FROM r) AND e.failing_since IS NOT NULL
   )
-  SELECT id FROM done`,
+  SELECT done.id, e.episode_id FROM done JOIN r ON r.delivery_id = done.id LEFT JOIN webhook_endpoints e ON e.id = r.endpoint_id`,
 };
 
 /**
  * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
  * tests can show its plan holds only the batch's day partitions (DESIGN §3).
+ *
+ * @param keys - the partition keys to bind; default the ids' own ({@link keysOf})
  */
-export function claimStatement(claims: readonly { deliveryId: string; oneShot: boolean }[]): RawStatement {
-  const ids = claims.map((claim) => claim.deliveryId);
-  return { ...CLAIM_BATCH, values: [ids, claims.map((claim) => claim.oneShot), ...keysOf(ids)] };
+export function claimStatement(
+  claims: readonly { deliveryId: string; oneShot: boolean }[],
+  keys: [Date | null, Date | null] = keysOf(claims.map((claim) => claim.deliveryId)),
+): RawStatement {
+  return { ...CLAIM_BATCH, values: [claims.map((claim) => claim.deliveryId), claims.map((claim) => claim.oneShot), ...keys] };
 }
 
 function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
@@ -311,22 +335,28 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   async function withBodies(rows: ClaimRow[]): Promise<ClaimRow[]> {
     const missing = [...new Set(rows.flatMap((row) => (row.body === null && row.event_id !== null ? [row.event_id] : [])))];
     if (missing.length === 0) return rows;
-    const events = await rawQuery<{ id: string; body: string }>(sequelize, {
-      text: `SELECT id, body FROM webhook_events WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
-      values: [missing, ...keysOf(missing)],
-    });
+    const events = await findByIds(missing, (ids, keys) =>
+      rawQuery<{ id: string; body: string }>(sequelize, {
+        text: `SELECT id, body FROM webhook_events WHERE id = ANY($1::text[]) AND ${keyRange('created_at', '$2', '$3')}`,
+        values: [ids, ...keys],
+      }),
+    );
     const bodies = new Map(events.map((event) => [event.id, event.body]));
     return rows.map((row) => ({ ...row, body: row.body ?? bodies.get(row.event_id ?? '') ?? null }));
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    const rows = await rawQuery<ClaimRow>(sequelize, claimStatement(batch));
+    // A legacy id that reads as a UUIDv7 is looked for again in the legacy partition (DESIGN §3).
+    const rows = await findByIds(batch.map((claim) => claim.deliveryId), (ids, keys) =>
+      rawQuery<ClaimRow>(sequelize, claimStatement(batch.filter((claim) => ids.includes(claim.deliveryId)), keys)),
+    );
     const claimed = new Map((await withBodies(rows)).map((row) => [row.id, toClaimedDelivery(row)]));
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
 
-  const successes = createGroupCommit<AttemptRecord, RecordResult>(async (batch) => {
-    const done = await rawQuery<{ id: string }>(sequelize, {
+  /** Per success recorded, its endpoint's open episode (null: none). */
+  const successes = createGroupCommit<AttemptRecord, { openEpisode: string | null }>(async (batch) => {
+    const done = await rawQuery<{ id: string; episode_id: string | null }>(sequelize, {
       ...RECORD_SUCCESSES,
       values: [
         batch.map((record) => record.deliveryId),
@@ -336,33 +366,84 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         batch.map((record) => storableText(record.response)),
         batch.map((record) => record.endpointId),
         batch.map((record) => record.deliveryCreatedAt),
-        ...keysOf(batch.map((record) => record.deliveryId)),
+        ...keysAt(batch.map((record) => record.deliveryCreatedAt)),
       ],
     });
-    const found = new Set(done.map((row) => row.id));
+    const found = new Map(done.map((row) => [row.id, row.episode_id]));
     return batch.map((record) =>
       found.has(record.deliveryId)
-        ? { ok: true as const, value: { noticeIds: [], disabledReason: null } }
+        ? { ok: true as const, value: { openEpisode: found.get(record.deliveryId) ?? null } }
         : { ok: false as const, error: new DeliveryGoneError(record.deliveryId) },
     );
   }, { retryAlone: (error) => !postponesAttempt(error) });
+
+  /** Episodes this process is closing, by endpoint and episode: the successes of one batch close each once. */
+  const closing = new Map<string, Promise<unknown>>();
+
+  /**
+   * Closes the episode a success found open (its own transaction, after the success
+   * committed): `endpoint.recovered` when the episode announced failing or disabled. Should the
+   * process die in between, the endpoint's next success closes it.
+   * @returns the deliveries of `endpoint.recovered` (none when another success closes it)
+   */
+  async function endEpisode(endpointId: number, episodeId: string, statusCode: number | null): Promise<string[]> {
+    const key = `${endpointId} ${episodeId}`;
+    const running = closing.get(key);
+    if (running) {
+      // Its own success is recorded: should that close fail, the endpoint's next success closes it.
+      await running.catch(() => undefined);
+      return [];
+    }
+    const close = sequelize.transaction((transaction) =>
+      closeEpisode(sequelize, transaction, { endpointId, episodeId, reason: `attempt succeeded with HTTP ${statusCode}` }),
+    );
+    closing.set(key, close);
+    try {
+      return (await close).map((job) => job.deliveryId);
+    } finally {
+      closing.delete(key);
+    }
+  }
+
+  /** RECORD alone, or with what must commit with it: a 410 Gone's disable, an exhaustion's event. */
+  async function writeRecord(record: AttemptRecord, values: unknown[]): Promise<{ row: RecordRow; result: RecordResult }> {
+    const { endpointId, goneReason } = record;
+    const gone = goneReason !== null && endpointId !== null;
+    if (!gone && !record.exhausted) {
+      const [row] = await rawQuery<RecordRow>(sequelize, { ...RECORD, values });
+      if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
+      return { row, result: { noticeIds: [], disabledReason: null } };
+    }
+    return sequelize.transaction(async (transaction) => {
+      const [row] = await sequelize.query<RecordRow>(RECORD.text, { bind: values, type: QueryTypes.SELECT, transaction });
+      if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
+      // Only the transaction that wrote the last attempt announces it, once.
+      const exhausted = record.exhausted && row.attempted ? await announceExhausted(sequelize, transaction, record.deliveryId) : [];
+      const disabled = gone ? await disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS }, transaction) : { noticeIds: [], disabledReason: null };
+      return { row, result: { noticeIds: [...disabled.noticeIds, ...exhausted.map((job) => job.deliveryId)], disabledReason: disabled.disabledReason } };
+    });
+  }
 
   return {
     claim: (deliveryId, oneShot) => claims.submit({ deliveryId, oneShot }),
 
     async unclaim(deliveryId) {
-      await sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND ${keyOfId('created_at', '$2')} AND status = 'delivering'`,
-        { bind: [deliveryId, keyOf(deliveryId)] },
+      await findById(deliveryId, (key) =>
+        sequelize.query<{ id: string }>(
+          `UPDATE webhook_deliveries SET status = 'pending', updated_at = now() WHERE id = $1 AND ${keyOfId('created_at', '$2')} AND status = 'delivering' RETURNING id`,
+          { bind: [deliveryId, key], type: QueryTypes.SELECT },
+        ),
       );
     },
 
     async peek(deliveryId) {
-      const rows = await sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null; queued_behind: boolean }>(
-        `SELECT w.status, w.next_attempt_at,
-                (w.sequence IS NOT NULL AND NOT w.one_shot AND w.status IN ('pending', 'delivering') AND ${AHEAD_IN_LINE}) AS queued_behind
-           FROM webhook_deliveries w WHERE w.id = $1 AND ${keyOfId('w.created_at', '$2')}`,
-        { bind: [deliveryId, keyOf(deliveryId)], type: QueryTypes.SELECT },
+      const rows = await findById(deliveryId, (key) =>
+        sequelize.query<{ status: DeliveryStatus; next_attempt_at: Date | null; queued_behind: boolean }>(
+          `SELECT w.status, w.next_attempt_at,
+                  (w.sequence IS NOT NULL AND NOT w.one_shot AND w.status IN ('pending', 'delivering') AND ${AHEAD_IN_LINE}) AS queued_behind
+             FROM webhook_deliveries w WHERE w.id = $1 AND ${keyOfId('w.created_at', '$2')}`,
+          { bind: [deliveryId, key], type: QueryTypes.SELECT },
+        ),
       );
       const row = rows[0];
       return row ? { status: row.status, nextAttemptAt: row.next_attempt_at, queuedBehind: row.queued_behind } : null;
@@ -384,7 +465,11 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     },
 
     async recordAttempt(record) {
-      if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) return successes.submit(record);
+      if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) {
+        const { openEpisode } = await successes.submit(record);
+        if (openEpisode === null || record.endpointId === null) return { noticeIds: [], disabledReason: null };
+        return { noticeIds: await endEpisode(record.endpointId, openEpisode, record.statusCode), disabledReason: null };
+      }
       const values = [
         record.deliveryId,
         record.attemptNumber,
@@ -399,30 +484,32 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         disableAfterS,
         record.endpointId,
         record.deliveryCreatedAt,
-        keyOf(record.deliveryId),
+        // The row's own key, as claimed: a legacy row's lies in the legacy partition whatever its id reads as.
+        record.deliveryCreatedAt,
       ];
-      const { endpointId, goneReason } = record;
-      if (goneReason !== null && endpointId !== null) {
-        // 410 Gone disables at once: the attempt, the disable and its event commit together.
-        return sequelize.transaction(async (transaction) => {
-          const [row] = await sequelize.query<RecordRow>(RECORD.text, { bind: values, type: QueryTypes.SELECT, transaction });
-          if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
-          return disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS }, transaction);
-        });
+      const { endpointId } = record;
+      const { row, result } = await writeRecord(record, values);
+      if (row.open_episode !== null && endpointId !== null) {
+        return { ...result, noticeIds: [...result.noticeIds, ...(await endEpisode(endpointId, row.open_episode, record.statusCode))] };
       }
-      const [row] = await rawQuery<RecordRow>(sequelize, { ...RECORD, values });
-      if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
-      if (!row.disable_due || endpointId === null) return { noticeIds: [], disabledReason: null };
+      if (!row.disable_due || endpointId === null || record.goneReason !== null) return result;
       // Rare, so a transaction of its own after the record: should the process die between
       // the two, the endpoint's next failed attempt finds the disable due again.
-      return disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS });
+      const disabled = await disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS });
+      return { noticeIds: [...result.noticeIds, ...disabled.noticeIds], disabledReason: disabled.disabledReason };
+    },
+
+    async circuitOpened(endpointId) {
+      return (await announceFailing(sequelize, endpointId)).map((job) => job.deliveryId);
     },
 
     async failWithoutAttempt(deliveryId, reason) {
-      await sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, one_shot = false, updated_at = now()
-          WHERE id = $1 AND ${keyOfId('created_at', '$3')}`,
-        { bind: [deliveryId, reason, keyOf(deliveryId)] },
+      await findById(deliveryId, (key) =>
+        sequelize.query<{ id: string }>(
+          `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = $2, one_shot = false, updated_at = now()
+            WHERE id = $1 AND ${keyOfId('created_at', '$3')} RETURNING id`,
+          { bind: [deliveryId, reason, key], type: QueryTypes.SELECT },
+        ),
       );
     },
   };

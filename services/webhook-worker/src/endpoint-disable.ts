@@ -1,5 +1,6 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
-import { insertOperationalEvent, shownUrl } from '../../../shared/deliveries/operational-events';
+import { EPISODE_COLUMNS, EpisodeRow, disabledSet, endpointEventData } from '../../../shared/deliveries/episodes';
+import { insertOperationalEvent } from '../../../shared/deliveries/operational-events';
 
 /** SQL expressions of the attempt that may disable an endpoint, for {@link disablesEndpoint}. */
 export interface DisableTerms {
@@ -27,15 +28,16 @@ export function disablesEndpoint(e: string, terms: DisableTerms): string {
 const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
 // The condition is checked again under the row's lock: of two workers that both saw it
-// hold, or of a success that came between, only the first to commit decides.
+// hold, or of a success that came between, only the first to commit decides. The disable is
+// part of the endpoint's failure episode (shared/deliveries/episodes.ts).
 const DISABLE = `
   UPDATE webhook_endpoints e
-     SET active = false, failing_since = COALESCE(e.failing_since, now()), updated_at = now(),
+     SET active = false, ${disabledSet('e')}, updated_at = now(),
          disabled_reason = COALESCE($2::text, 'No successful attempt since '
            || to_char(e.failing_since AT TIME ZONE 'UTC', ${ISO_UTC}) || ' (WEBHOOK_DISABLE_AFTER_S=' || $3::int
            || '); disabled at ' || to_char(now() AT TIME ZONE 'UTC', ${ISO_UTC}))
    WHERE e.id = $1 AND ${disablesEndpoint('e', { succeeded: 'false', goneReason: '$2::text', disableAfterS: '$3::int' })}
-  RETURNING e.id, e.url, e.user_id, e.disabled_reason, e.updated_at`;
+  RETURNING ${EPISODE_COLUMNS('e')}, e.disabled_reason, e.updated_at`;
 
 /** What {@link disableEndpoint} did. */
 export interface DisableResult {
@@ -48,7 +50,8 @@ export interface DisableResult {
 /**
  * Disables an endpoint whose failed attempt was found to disable it (DESIGN §6), and in the
  * same transaction emits `endpoint.disabled` through the ordinary fan-out (an operational
- * event, DESIGN §6 rev 4), data `{endpoint_id, url, reason, disabled_at}`.
+ * event, DESIGN §6 rev 4), data as the other endpoint events have it (episodes.ts
+ * `endpointEventData`, `reason` the `disabled_reason`) and `disabled_at`.
  *
  * @param input.goneReason - the 410 Gone reason, or null for a disable by time
  * @param input.disableAfterS - WEBHOOK_DISABLE_AFTER_S
@@ -61,7 +64,7 @@ export async function disableEndpoint(
   transaction?: Transaction,
 ): Promise<DisableResult> {
   if (!transaction) return sequelize.transaction((own) => disableEndpoint(sequelize, input, own));
-  const [endpoint] = await sequelize.query<{ id: number; url: string; user_id: number | null; disabled_reason: string; updated_at: Date }>(DISABLE, {
+  const [endpoint] = await sequelize.query<EpisodeRow & { disabled_reason: string; updated_at: Date }>(DISABLE, {
     bind: [input.endpointId, input.goneReason, input.disableAfterS],
     type: QueryTypes.SELECT,
     transaction,
@@ -72,7 +75,7 @@ export async function disableEndpoint(
     transaction,
     'endpoint.disabled',
     { id: endpoint.id, userId: endpoint.user_id },
-    { endpoint_id: endpoint.id, url: shownUrl(endpoint.url), reason: endpoint.disabled_reason, disabled_at: endpoint.updated_at.toISOString() },
+    { ...endpointEventData(endpoint, endpoint.disabled_reason), disabled_at: endpoint.updated_at.toISOString() },
   );
   return { disabledReason: endpoint.disabled_reason, noticeIds: jobs.map((job) => job.deliveryId) };
 }

@@ -26,7 +26,7 @@ export interface DeliveryProcessorOptions {
   gates(partition: number): PartitionGates;
   logger: Logger;
   metrics?: Metrics;
-  /** Queues deliveries the worker itself recorded (`endpoint.disabled` notices); must not throw. */
+  /** Queues deliveries the worker itself recorded (operational events, DESIGN §6 rev 4); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
@@ -87,7 +87,7 @@ const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
 export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
   const { store, logger, config } = options;
   const random = options.random ?? Math.random;
-  const admission = createAdmission({ store, logger, wake: options.wake, random });
+  const admission = createAdmission({ store, logger, wake: options.wake, queueNotices: options.queueNotices, random });
   const line = createFifoLine({ store, wake: options.wake });
   const sendAttempt = createSendAttempt({ ...options, random });
   const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));

@@ -1,10 +1,13 @@
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { QueryTypes, Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
 import type { Config } from '../../../shared/config';
-import { DAY_MS, dayPartitionsBefore, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
+import { DAY_MS, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
+
+/** A day's deliveries held an unfinished row when read again under the detach's locks: roll the detach back. */
+class DayKept extends Error {}
 
 /** A statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03). */
 function isLockTimeout(error: unknown): boolean {
@@ -31,10 +34,11 @@ const RETENTION_PATTERN = '17 3 * * *';
 /** Rows deleted per statement, so a large table is never locked for long. */
 const DEFAULT_BATCH_SIZE = 1_000;
 /**
- * How long detaching a day may wait for the tables' locks, ms. While it waits, every statement
- * on the table queues behind it, so it gives up soon and tries again next run.
+ * How long detaching a day may wait for the tables' locks, ms (DESIGN §3: 2 s). While it
+ * waits, every statement on the table queues behind it, so it gives up soon and tries again
+ * next run.
  */
-const DEFAULT_LOCK_TIMEOUT_MS = 200;
+const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
 /** The order days are dropped in: what references first (DESIGN §3). */
 const DAY_TABLES = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'] as const;
 
@@ -56,13 +60,14 @@ export interface PruneResult {
 
 export interface Retention {
   /**
-   * Keeps the day partitions through today + 7 (DESIGN §3), then prunes what is older than
+   * Keeps the day partitions through today + 7 (DESIGN §3), drops the day tables an earlier
+   * pass detached and left (counted as days dropped), then prunes what is older than
    * WEBHOOK_RETENTION_DAYS: each whole day partition (attempts, then deliveries, then events,
-   * detached under a short lock timeout), unless its deliveries still hold pending or
-   * delivering rows; in the legacy partition, in batches of `batchSize` rows, succeeded
-   * deliveries with their attempts and the events no delivery references any more; and
-   * webhook_inbox rows received before then. A day whose lock does not come in time is logged
-   * and left for the next run.
+   * detached in one transaction under the lock timeout), unless its deliveries hold pending or
+   * delivering rows, looked for before and again under the detach's locks; in the legacy
+   * partition, in batches of `batchSize` rows, succeeded deliveries with their attempts and
+   * the events no delivery references any more; and webhook_inbox rows received before then.
+   * A day whose lock does not come in time is logged and left for the next run.
    */
   prune(): Promise<PruneResult>;
   /** Stops the maintenance worker and closes its connections. */
@@ -70,32 +75,34 @@ export interface Retention {
 }
 
 export interface RetentionOptions {
-  config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions'>;
+  config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions' | 'maintenanceIntervalMs'>;
   sequelize: Sequelize;
   logger: Logger;
   /** Counts of kept days and dropped failed deliveries (DESIGN §3, §11). */
   metrics?: Pick<Metrics, 'retentionDaysKept' | 'retentionFailedDropped'>;
   /** Rows per statement; default 1000. */
   batchSize?: number;
-  /** How long detaching a day waits for its locks, ms; default 200. */
+  /** How long detaching a day waits for its locks, ms; default 2000. */
   lockTimeoutMs?: number;
-  /** Schedule the daily prune and run it when due (default true); tests call prune() directly. */
+  /**
+   * Schedule the daily prune, run it when due, and schedule it again within
+   * `maintenanceIntervalMs` whenever Redis lost it (default true); tests call prune() directly.
+   */
   schedule?: boolean;
 }
 
 /**
  * The retention of DESIGN §11: a BullMQ job scheduler (`upsertJobScheduler`, so however many
  * workers start, one scheduler exists and one of them runs each day's job) on the
- * `webhook-maintenance` queue, and the prune it runs. Creating it also makes the day
- * partitions through today + 7 (DESIGN §3), as every process does when it starts.
+ * `webhook-maintenance` queue, and the prune it runs. The scheduler is upserted at start and
+ * again whenever a check (every `maintenanceIntervalMs`, and when the connection is back)
+ * finds Redis without it (DESIGN §15). The day partitions ahead are the process's partition
+ * keeper's (shared/db/partition-keeper.ts).
  */
 export function createRetention(options: RetentionOptions): Retention {
   const { config, sequelize, logger, metrics } = options;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const horizon = ensureDayPartitions(sequelize).catch((error: unknown) => {
-    logger.warn({ err: error }, 'could not make the day partitions ahead; the daily prune and the next start retry');
-  });
 
   async function inBatches(sql: string): Promise<number> {
     let total = 0;
@@ -132,39 +139,83 @@ export function createRetention(options: RetentionOptions): Retention {
   /**
    * Drops one day's partitions. Kept (null) while its deliveries hold unfinished rows. A younger
    * delivery of one of its events (a replay) gets the event's body first, so no reference
-   * breaks. The three detaches commit together, under a short lock timeout.
+   * breaks. The three detaches commit together, under the lock timeout, and only when the
+   * day's deliveries, read again under those locks, still hold no pending or delivering row: a
+   * redeliver or recover may have made one pending after the first look (DESIGN §3, revision 4).
    *
    * @returns the deliveries and failed deliveries dropped, or null when the day is kept
    * @throws a lock timeout (SQLSTATE 55P03) when the tables stayed busy
    */
   async function dropDay(day: Date): Promise<{ deliveries: number; failed: number } | null> {
     const deliveries = partitionName('webhook_deliveries', day);
-    const [counts] = await sequelize.query<{ unfinished: boolean; total: number; failed: number }>(
-      `SELECT EXISTS (SELECT 1 FROM ${deliveries} WHERE status IN ('pending', 'delivering')) AS unfinished,
-              (SELECT count(*)::int FROM ${deliveries}) AS total,
-              (SELECT count(*)::int FROM ${deliveries} WHERE status = 'failed') AS failed`,
-      { type: QueryTypes.SELECT },
-    );
-    if (counts.unfinished) return null;
+    if (await holdsUnfinished(deliveries)) return null;
     await sequelize.query(
       `UPDATE webhook_deliveries d SET body = e.body
          FROM ${partitionName('webhook_events', day)} e
         WHERE d.event_id = e.id AND d.created_at >= $1 AND d.body IS NULL`,
       { bind: [new Date(day.getTime() + DAY_MS)] },
     );
-    await sequelize.transaction(async (transaction) => {
-      await sequelize.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`, { transaction });
-      for (const table of DAY_TABLES) {
-        await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
+    const counts = await sequelize
+      .transaction(async (transaction) => {
+        await sequelize.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`, { transaction });
+        for (const table of DAY_TABLES) {
+          await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
+        }
+        // The detached table is out of every statement's reach now: what it holds is final.
+        if (await holdsUnfinished(deliveries, transaction)) throw new DayKept();
+        return countOf(deliveries, transaction);
+      })
+      .catch((error: unknown) => {
+        if (error instanceof DayKept) return null;
+        throw error;
+      });
+    if (!counts) return null;
+    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE IF EXISTS ${partitionName(table, day)}`);
+    return counts;
+  }
+
+  async function holdsUnfinished(deliveries: string, transaction?: Transaction): Promise<boolean> {
+    const [row] = await sequelize.query<{ unfinished: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${deliveries} WHERE status IN ('pending', 'delivering')) AS unfinished`,
+      { type: QueryTypes.SELECT, transaction },
+    );
+    return row.unfinished;
+  }
+
+  async function countOf(deliveries: string, transaction?: Transaction): Promise<{ deliveries: number; failed: number }> {
+    const [row] = await sequelize.query<{ total: number; failed: number }>(
+      `SELECT count(*)::int AS total, (count(*) FILTER (WHERE status = 'failed'))::int AS failed FROM ${deliveries}`,
+      { type: QueryTypes.SELECT, transaction },
+    );
+    return { deliveries: row.total, failed: row.failed };
+  }
+
+  /**
+   * Drops the day tables a pass detached and did not drop (the process died between the two,
+   * DESIGN §3): no statement reaches them any more, they only hold disk.
+   *
+   * @returns the days found and the deliveries and failed deliveries they held
+   */
+  async function dropDetached(): Promise<{ days: number; deliveries: number; failed: number }> {
+    const leftover = await detachedDayTables(sequelize);
+    const dropped = { days: 0, deliveries: 0, failed: 0 };
+    for (const name of leftover) {
+      if (name.startsWith('webhook_deliveries_')) {
+        const counts = await countOf(name);
+        dropped.days += 1;
+        dropped.deliveries += counts.deliveries;
+        dropped.failed += counts.failed;
       }
-    });
-    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE ${partitionName(table, day)}`);
-    return { deliveries: counts.total, failed: counts.failed };
+      await sequelize.query(`DROP TABLE IF EXISTS ${name}`);
+    }
+    if (leftover.length > 0) logger.warn({ tables: leftover }, 'retention: dropped day tables an earlier pass detached and left');
+    return dropped;
   }
 
   async function prune(): Promise<PruneResult> {
     await ensureDayPartitions(sequelize);
-    const result: PruneResult = { days: 0, daysKept: 0, deliveries: 0, failedDropped: 0, events: 0, inbox: 0 };
+    const detached = await dropDetached();
+    const result: PruneResult = { days: detached.days, daysKept: 0, deliveries: detached.deliveries, failedDropped: detached.failed, events: 0, inbox: 0 };
     const windowStart = new Date(Date.now() - config.webhookRetentionDays * DAY_MS);
     for (const day of await dayPartitionsBefore(sequelize, windowStart)) {
       const dayLabel = day.toISOString().slice(0, 10);
@@ -203,9 +254,7 @@ export function createRetention(options: RetentionOptions): Retention {
   if (options.schedule === false) {
     return {
       prune,
-      async close() {
-        await horizon;
-      },
+      async close() {},
     };
   }
 
@@ -229,17 +278,51 @@ export function createRetention(options: RetentionOptions): Retention {
     { connection, prefix: config.redisPrefix, concurrency: 1 },
   );
   worker.on('error', (error) => logger.debug({ err: error }, 'maintenance worker error'));
-  queue
-    .upsertJobScheduler(RETENTION_SCHEDULER_ID, { pattern: RETENTION_PATTERN, tz: 'UTC' }, { name: 'prune' })
-    .catch((error) => logger.warn({ err: error }, 'could not schedule the retention prune; the next start retries'));
+  const schedule = () => queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { pattern: RETENTION_PATTERN, tz: 'UTC' }, { name: 'prune' });
+
+  let closing = false;
+  let checking: Promise<void> | undefined;
+  /**
+   * Schedules the daily prune again when Redis no longer holds its scheduler: Redis restarted
+   * empty, or failed over to a replica without it (DESIGN §3, §15: back within a minute).
+   */
+  const checkSchedule = () => {
+    checking ??= queue
+      .getJobScheduler(RETENTION_SCHEDULER_ID)
+      .then(async (found) => {
+        if (found || closing) return;
+        await schedule();
+        logger.warn('retention: the daily job scheduler was missing from Redis; scheduled it again');
+      })
+      .catch((error: unknown) => {
+        if (!closing) logger.warn({ err: error }, 'could not check the retention schedule; the next check tries again');
+      })
+      .finally(() => {
+        checking = undefined;
+      });
+  };
+  let timer: NodeJS.Timeout | undefined;
+  // Upserted at every start, so a new pattern replaces the old; then checked on the process's
+  // own timer, and at once whenever the connection is back.
+  const started = schedule()
+    .catch((error: unknown) => logger.warn({ err: error }, 'could not schedule the retention prune; the next check retries'))
+    .then(() => {
+      if (closing) return;
+      connection.on('ready', checkSchedule);
+      timer = setInterval(checkSchedule, config.maintenanceIntervalMs);
+      timer.unref();
+    });
 
   return {
     prune,
     async close() {
-      await horizon;
+      closing = true;
+      clearInterval(timer);
+      connection.off('ready', checkSchedule);
       await worker.close().catch(() => undefined);
       await queue.close().catch(() => undefined);
       await connection.quit().catch(() => connection.disconnect());
+      await started;
     },
   };
 }

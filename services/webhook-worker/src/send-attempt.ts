@@ -110,12 +110,14 @@ export function createSendAttempt(
       endpointId: delivery.endpointId,
       succeeded: decision.kind === 'succeeded',
       goneReason: gone ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
+      // Every attempt used; a redelivery or recovery (one shot) was the operator's own try.
+      exhausted: decision.kind === 'failed' && !decision.disableEndpoint && !delivery.oneShot && attemptNumber >= policy.maxAttempts,
     });
     if (recorded.disabledReason !== null) {
       log.warn({ endpointId: delivery.endpointId, reason: recorded.disabledReason }, 'endpoint disabled');
       metrics?.endpointsDisabled.inc();
-      if (recorded.noticeIds.length > 0) await options.queueNotices(recorded.noticeIds);
     }
+    if (recorded.noticeIds.length > 0) await options.queueNotices(recorded.noticeIds);
     metrics?.deliveries.inc({ outcome: gone ? 'disabled' : decision.kind === 'retry' ? 'retried' : decision.kind });
     metrics?.attemptDuration.observe({ status_class: statusClass(result.statusCode) }, result.durationMs / 1000);
 

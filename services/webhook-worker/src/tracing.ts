@@ -1,6 +1,6 @@
 import { DelayedError, Job } from 'bullmq';
 import { QueryTypes, Sequelize } from 'sequelize';
-import { keyOf, keyOfId } from '../../../shared/db/partitions';
+import { findById, keyOfId } from '../../../shared/db/partitions';
 import type { WebhookJobData } from '../../../shared/queue';
 import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode, tracingEnabled, WEBHOOK_ID } from '../../../shared/tracing';
 import type { HttpSender } from './http-sender';
@@ -19,12 +19,12 @@ export function traceDeliveryJobs<J extends Job<WebhookJobData>>(processor: Proc
   return async (job, token) => {
     // An unreachable database is the processor's to handle (it backs off without using an
     // attempt); the span then starts a trace of its own rather than failing the job here.
-    const traceparent = await sequelize
-      .query<{ traceparent: string | null }>(`SELECT traceparent FROM webhook_deliveries WHERE id = $1 AND ${keyOfId('created_at', '$2')}`, {
-        bind: [job.data.deliveryId, keyOf(job.data.deliveryId)],
+    const traceparent = await findById(job.data.deliveryId, (key) =>
+      sequelize.query<{ traceparent: string | null }>(`SELECT traceparent FROM webhook_deliveries WHERE id = $1 AND ${keyOfId('created_at', '$2')}`, {
+        bind: [job.data.deliveryId, key],
         type: QueryTypes.SELECT,
-      })
-      .then((rows) => rows[0]?.traceparent ?? null, () => null);
+      }),
+    ).then((rows) => rows[0]?.traceparent ?? null, () => null);
     const attributes = {
       [WEBHOOK_ID]: job.data.deliveryId,
       'messaging.system': 'bullmq',

@@ -15,6 +15,7 @@ import {
   partitionQueueName,
   queueRecordedDeliveries,
 } from '../../../shared/queue';
+import { startPartitionKeeper } from '../../../shared/db/partition-keeper';
 import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { createSlotPool } from './slot-pool';
 import { createDeliveryStore } from './delivery-store';
@@ -166,6 +167,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       await job.promote().catch(() => undefined);
     }
   }
+  // DESIGN §3: the day partitions ahead, at start and every MAINTENANCE_INTERVAL_MS, whatever Redis holds.
+  const keeper = startPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
   const retention = createRetention({ config, sequelize: options.db.sequelize, logger, metrics: options.metrics, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
@@ -323,6 +326,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       else await current.connection.quit().catch(() => current.connection.disconnect());
       await outbox.stop();
       await retention.close();
+      await keeper.close();
       await queue.close().catch(() => undefined);
       await client.quit().catch(() => client.disconnect());
       sender.close();

@@ -34,6 +34,16 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare deletedAt: CreationOptional<Date | null>;
   /** The first failed attempt since the last success; null while healthy (auto-disable, DESIGN §6). */
   declare failingSince: CreationOptional<Date | null>;
+  /** The open failure episode (DESIGN §6 rev 4), null while healthy; set exactly when `failingSince` is. */
+  declare episodeId: CreationOptional<string | null>;
+  /** Failed attempts in the open episode; 0 while healthy. */
+  declare consecutiveFailures: CreationOptional<number>;
+  /** The last failed attempt's HTTP status; null when it got no answer or none failed yet. */
+  declare lastFailureStatusCode: CreationOptional<number | null>;
+  /** The last failed attempt's error; null when it got an answer or none failed yet. */
+  declare lastFailureError: CreationOptional<string | null>;
+  /** The operational events emitted in the open episode (`endpoint.failing`, `endpoint.disabled`). */
+  declare episodeEvents: CreationOptional<string[]>;
   /** Static headers sent with every delivery, names lowercase (DESIGN §14). */
   declare headers: CreationOptional<Record<string, string>>;
   /** Attempts started per second across all workers; null for no limit (DESIGN §14). */
@@ -74,6 +84,11 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         disabledReason: { type: DataTypes.TEXT, allowNull: true },
         deletedAt: { type: DataTypes.DATE, allowNull: true },
         failingSince: { type: DataTypes.DATE, allowNull: true },
+        episodeId: { type: DataTypes.TEXT, allowNull: true },
+        consecutiveFailures: { type: DataTypes.INTEGER, allowNull: false, defaultValue: 0 },
+        lastFailureStatusCode: { type: DataTypes.INTEGER, allowNull: true },
+        lastFailureError: { type: DataTypes.TEXT, allowNull: true },
+        episodeEvents: { type: DataTypes.ARRAY(DataTypes.TEXT), allowNull: false, defaultValue: [] },
         headers: { type: DataTypes.JSONB, allowNull: false, defaultValue: {} },
         rateLimitPerS: { type: DataTypes.INTEGER, allowNull: true, field: 'rate_limit_per_s' },
         filter: { type: DataTypes.JSONB, allowNull: true },

@@ -1,5 +1,7 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../../db';
+import { closeEpisode } from '../../deliveries/episodes';
+import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
 import { Page, decodeCursor, toPage } from '../cursor';
 import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
 import { assertKnownEventTypes } from '../event-catalog';
@@ -145,15 +147,19 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
 
 /**
  * Changes an endpoint. `active: false` records who disabled it and when; `active: true`
- * clears `disabled_reason`. A move of `url` to another origin must give the stored masked
- * credentials again ({@link assertCredentialsGivenAgain}), and the fields must fit together
- * afterwards ({@link assertCredentialsFit}: `auth` without an authorization header, a client
- * certificate on https only, https for `auth` in production).
+ * clears `disabled_reason`, and for a disabled endpoint closes its failure episode in the same
+ * transaction (`endpoint.recovered` when the episode announced `endpoint.failing` or
+ * `endpoint.disabled`, DESIGN §6 rev 4; of two re-enables at once one finds the episode). A
+ * move of `url` to another origin must give the stored masked credentials again
+ * ({@link assertCredentialsGivenAgain}), and the fields must fit together afterwards
+ * ({@link assertCredentialsFit}: `auth` without an authorization header, a client certificate
+ * on https only, https for `auth` in production).
  *
  * The row is read, checked and written under its lock: what "********" keeps and the origin it
  * goes to are decided on the same row, so two PATCHes at once never combine into a stored
  * credential at an origin neither was checked against.
  *
+ * @param deps - where to queue a re-enable's `endpoint.recovered` after commit; without it the outbox relay adds them
  * @param rules - the deployment's (credential-rules.ts `endpointRulesOf`); default: no https requirement
  * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError,
  *   UnknownEventTypeError for bad changes
@@ -163,6 +169,7 @@ export async function updateEndpoint(
   id: number,
   viewer: Viewer,
   changes: EndpointChanges,
+  deps?: DeliveryDeps,
   rules: EndpointRules = DEVELOPMENT_RULES,
 ): Promise<EndpointView> {
   if (!(await findVisibleEndpoint(db, id, viewer))) throw new EndpointNotFoundError(id);
@@ -171,9 +178,11 @@ export async function updateEndpoint(
   if (changes.filter !== undefined) assertEndpointFilter(changes.filter);
   // Before the transaction: a second pooled connection inside it could wait on a pool its peers hold.
   if (events) await assertKnownEventTypes(db, events);
-  return db.sequelize.transaction(async (transaction) => {
+  const by = viewer.operator ? 'an operator' : 'its owner';
+  const { view, notices } = await db.sequelize.transaction(async (transaction) => {
     const row = await findVisibleEndpoint(db, id, viewer, transaction);
     if (!row) throw new EndpointNotFoundError(id);
+    const reenabled = changes.active === true && !row.active;
     const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
     const auth = changes.auth === undefined ? row.auth : normalizeEndpointAuth(changes.auth, row.auth);
     const certificate =
@@ -200,11 +209,14 @@ export async function updateEndpoint(
       row.disabledReason = null;
     } else if (changes.active === false && row.active) {
       row.active = false;
-      row.disabledReason = `disabled by ${viewer.operator ? 'an operator' : 'its owner'} at ${new Date().toISOString()}`;
+      row.disabledReason = `disabled by ${by} at ${new Date().toISOString()}`;
     }
     await row.save({ transaction });
-    return presentEndpoint(row);
+    const closed = reenabled ? await closeEpisode(db.sequelize, transaction, { endpointId: row.id, reason: `re-enabled by ${by}` }) : [];
+    return { view: presentEndpoint(row), notices: closed };
   });
+  if (notices.length > 0 && deps) await queueRecordedDeliveries(deps, notices);
+  return view;
 }
 
 /**

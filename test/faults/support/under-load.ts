@@ -121,8 +121,8 @@ export interface LoadHarnessOptions {
   checkUrl(): string;
   /** The `faults` database as the services reach it (a proxy standing in for a DNS name); default: checkUrl() at start. */
   serviceDatabaseUrl?: string;
-  /** REDIS_URL, and REDIS_SENTINELS with its name when the run has Sentinels, for the services. */
-  redisEnv: Record<string, string>;
+  /** REDIS_URL (and REDIS_SENTINELS with its name when the run has Sentinels) and any other variable of the services. */
+  serviceEnv: Record<string, string>;
 }
 
 /** The running system under load, for one fault file. */
@@ -195,7 +195,7 @@ export async function startLoadHarness(options: LoadHarnessOptions): Promise<Loa
     // DESIGN §15: a first retry after 1 s; OUTBOX_REVIVE_AFTER_MS stays at its default.
     WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1,1,1',
     RATE_LIMIT_PER_MIN: '0',
-    ...options.redisEnv,
+    ...options.serviceEnv,
   };
   const definitions = (): Record<ServiceName, [string, Record<string, string>, number]> => ({
     'api-a': ['dist/services/api/src/server.js', { API_LAYOUT: 'a', PORT: String(ports.apiA) }, ports.apiA],

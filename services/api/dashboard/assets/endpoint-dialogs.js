@@ -108,8 +108,9 @@ export function openControls(endpoint, afterSave) {
     const credentials = readCredentials(dialog, endpoint);
     await api('PATCH', `/endpoints/${encodeURIComponent(endpoint.id)}`, { headers: map, ordering: ordering.value, rate_limit_per_s: limit, filter: match, ...credentials });
     dialog.close();
-    showNotice(`Endpoint #${endpoint.id} saved.`);
+    // Said once the list holds the saved endpoint, so what is opened next shows the change.
     await afterSave();
+    showNotice(`Endpoint #${endpoint.id} saved.`);
   });
   dialog.showModal();
 }

@@ -153,7 +153,27 @@ function healthView(stats) {
     time(stats.last_success_at, { compact: true }),
     h('span', { class: 'label' }, 'Last failure'),
     time(stats.last_failure_at, { compact: true }),
+    episodeView(stats),
   );
+}
+
+/**
+ * The open failure episode (DESIGN §6 rev 4): since when the endpoint fails and how many
+ * attempts failed in a row; nothing while none is open.
+ * @param {any} stats
+ */
+function episodeView(stats) {
+  if (!stats.failing_since) return null;
+  const failures = Number(stats.consecutive_failures);
+  return [
+    h('span', { class: 'label' }, 'Failing since'),
+    h(
+      'span',
+      { class: 'episode bad-text' },
+      time(stats.failing_since, { compact: true }),
+      ` · ${failures} failed attempt${failures === 1 ? '' : 's'} in a row`,
+    ),
+  ];
 }
 
 /** The deliveries filter offers the endpoints of the page shown. @param {any[]} endpoints */

@@ -158,6 +158,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
         endpointIdOf(request.params.id),
         visibilityFor(request, 'endpoints:write'),
         { ...request.body, rateLimitPerS: request.body.rate_limit_per_s, clientCertificate: request.body.client_certificate },
+        { ...deps, logger: request.log },
         endpointRules,
       ),
   );

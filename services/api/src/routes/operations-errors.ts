@@ -6,6 +6,7 @@ import {
   InvalidCursorError,
   InvalidEndpointError,
   ReplayWindowError,
+  ReservedEventNameError,
   UnknownEventTypeError,
 } from '../../../../shared/operations';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from '../../../../shared/queue';
@@ -28,7 +29,8 @@ export async function handleOperationsError(error: FastifyError): Promise<never>
     error instanceof InvalidEndpointError ||
     error instanceof UnknownEventTypeError ||
     error instanceof InvalidCursorError ||
-    error instanceof ReplayWindowError
+    error instanceof ReplayWindowError ||
+    error instanceof ReservedEventNameError
   ) {
     throw new ApiError(400, error.message, { cause: error });
   }

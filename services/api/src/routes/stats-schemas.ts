@@ -57,7 +57,18 @@ const rate24h = { type: 'number', nullable: true, description: '2xx attempts ove
 /** `GET /endpoints/{id}/stats`: the endpoint's health. */
 export const endpointStatsObject = {
   type: 'object',
-  required: ['attempts_24h', 'success_rate_24h', 'p50_ms', 'p95_ms', 'last_success_at', 'last_failure_at', 'circuit', 'disabled_reason'],
+  required: [
+    'attempts_24h',
+    'success_rate_24h',
+    'p50_ms',
+    'p95_ms',
+    'last_success_at',
+    'last_failure_at',
+    'circuit',
+    'disabled_reason',
+    'failing_since',
+    'consecutive_failures',
+  ],
   properties: {
     attempts_24h: { type: 'integer', description: 'Attempts of the last 24 h.' },
     success_rate_24h: rate24h,
@@ -67,6 +78,13 @@ export const endpointStatsObject = {
     last_failure_at: { type: 'string', format: 'date-time', nullable: true },
     circuit: { type: 'string', enum: ['closed', 'open', 'half_open'] },
     disabled_reason: { type: 'string', nullable: true },
+    failing_since: {
+      type: 'string',
+      format: 'date-time',
+      nullable: true,
+      description: "The first failed attempt of the endpoint's open failure episode (from a failure after a success until the next success or re-enable); null when none is open.",
+    },
+    consecutive_failures: { type: 'integer', nullable: true, description: 'Failed attempts in the open episode, without a success between; null when none is open.' },
     series,
   },
 } as const;

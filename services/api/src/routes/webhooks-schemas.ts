@@ -1,8 +1,12 @@
 import Joi from 'joi';
+import { OPERATIONAL_EVENTS } from '../../../../shared/deliveries/operational-event-names';
 import { EVENT_TYPE_NAME } from '../../../../shared/operations';
 import { WEBHOOK_METHODS } from '../../../../shared/queue';
 import { validatedBy } from '../schemas/joi-validation';
 import { PAGE_QUERY_JOI, PAGE_QUERY_PROPERTIES } from './operations-schemas';
+
+/** What the event name fields say of the names only the system sends (DESIGN §6 rev 4). */
+const RESERVED = `the operational events' names (${OPERATIONAL_EVENTS.join(', ')}) are reserved for the system: 400`;
 
 const payloadJoi = Joi.alternatives(Joi.object().min(1), Joi.array().min(1), Joi.string().min(1));
 const payloadSchema = { description: 'A non-empty object, array, or raw JSON string; sent as `_data` of the envelope.' };
@@ -36,7 +40,7 @@ export const enqueueBody = validatedBy(
     additionalProperties: false,
     properties: {
       url: { type: 'string', format: 'uri', maxLength: 2048 },
-      event: { type: 'string', minLength: 1, maxLength: 200 },
+      event: { type: 'string', minLength: 1, maxLength: 200, description: `Your choice; ${RESERVED}.` },
       payload: payloadSchema,
       method: { type: 'string', enum: [...WEBHOOK_METHODS] },
       headers: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, maxProperties: 50 },
@@ -103,7 +107,7 @@ export const publishEventBody = validatedBy(
     required: ['event', 'payload'],
     additionalProperties: false,
     properties: {
-      event: { type: 'string', description: 'A name from GET /api/v1/event-types.' },
+      event: { type: 'string', description: `A name from GET /api/v1/event-types; ${RESERVED}.` },
       payload: payloadSchema,
       user_id: { type: 'integer', minimum: 1, maximum: 99999, description: "Also fan out to this user's own endpoints." },
     },
@@ -130,7 +134,7 @@ export const createEventTypeBody = validatedBy(
     required: ['name'],
     additionalProperties: false,
     properties: {
-      name: { type: 'string', pattern: EVENT_TYPE_NAME.source, maxLength: 100, description: 'Lowercase and dotted, e.g. `invoice.paid`.' },
+      name: { type: 'string', pattern: EVENT_TYPE_NAME.source, maxLength: 100, description: `Lowercase and dotted, e.g. \`invoice.paid\`; ${RESERVED}.` },
       description: { type: 'string', maxLength: 1000, nullable: true },
       schema: { type: 'object', additionalProperties: true, description: "A JSON Schema of the event's data." },
     },

@@ -1,0 +1,33 @@
+import type { Logger } from 'pino';
+import type { DeliveryStore } from './delivery-store';
+
+/** The endpoint id of a gate key `e:<id>` (shared/endpoint-gate `gateKeyOf`); null for an ad-hoc origin's `o:...`. */
+function endpointOfGateKey(gateKey: string): number | null {
+  const match = /^e:(\d+)$/.exec(gateKey);
+  return match ? Number(match[1]) : null;
+}
+
+/**
+ * After a release reported that the circuit of `gateKey` opened (decided in Redis, DESIGN §6):
+ * `endpoint.failing` for an endpoint, written only the first time in its failure episode (the
+ * episode's state in PostgreSQL decides, so a circuit Redis forgot and opened again, or another
+ * worker, never repeats it), and its deliveries queued. An ad-hoc origin's circuit announces
+ * nothing. Never throws: a notice missed here is missed, the circuit is unaffected.
+ *
+ * @param queueNotices - adds the jobs of recorded deliveries (the worker's; must not throw)
+ */
+export async function announceCircuitOpened(
+  store: DeliveryStore,
+  queueNotices: (deliveryIds: string[]) => Promise<void>,
+  gateKey: string,
+  log: Logger,
+): Promise<void> {
+  const endpointId = endpointOfGateKey(gateKey);
+  if (endpointId === null) return;
+  try {
+    const noticeIds = await store.circuitOpened(endpointId);
+    if (noticeIds.length > 0) await queueNotices(noticeIds);
+  } catch (error) {
+    log.warn({ err: error, endpointId }, 'could not announce endpoint.failing');
+  }
+}
