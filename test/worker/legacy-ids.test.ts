@@ -46,16 +46,13 @@ describe('legacy ids that read as UUIDv7', () => {
     // The rows as they stood before the day partitions, then the migration.
     const migrator = createMigrator(harness.db.sequelize);
     await migrator.down({ to: DAY_MIGRATION });
-    const endpoint = await harness.db.models.WebhookEndpoint.create({
-      url: `${receiver.url}/hooks`,
-      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-      events: [],
-      active: true,
-      description: null,
-    });
+    const insert = (sql: string, bind: unknown[]) => harness.db.sequelize.query(sql, { bind });
+    // In SQL: the model has the columns of migrations after this one, which are undone here.
+    const [[endpoint]] = (await insert(`INSERT INTO webhook_endpoints (url, secret) VALUES ($1, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw') RETURNING id`, [
+      `${receiver.url}/hooks`,
+    ])) as [{ id: number }[], unknown];
     endpointId = endpoint.id;
     const event = legacyIdLikeV7('evt_');
-    const insert = (sql: string, bind: unknown[]) => harness.db.sequelize.query(sql, { bind });
     await insert(`INSERT INTO webhook_events (id, kind, event, body) VALUES ($1, 'post', 'post.created', $2)`, [event, BODY]);
     for (const [id, status, attempts] of [[pending, 'pending', 0], [failed, 'failed', 1], [recoverable, 'failed', 1]]) {
       await insert(
