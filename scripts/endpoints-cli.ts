@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../shared/config';
+import { Config, loadConfig } from '../shared/config';
 import { Database, createDatabase } from '../shared/db';
 import {
   EndpointNotFoundError,
@@ -12,7 +13,10 @@ import {
   assertKnownEventTypes,
   createEndpoint,
   deleteEndpoint,
+  endpointRulesOf,
   generateEndpointSecret,
+  presentAuth,
+  presentClientCertificate,
   presentHeaders,
   replayEndpoint,
   rotateEndpointSecret,
@@ -24,8 +28,12 @@ const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]
                             [--header 'Name: value' ...] [--ordering unordered|fifo] [--rate-limit N]
                             [--filter JSON] [--signature-scheme hmac-sha256|ed25519]
+                            [--auth-token-url URL --auth-client-id ID --auth-client-secret S
+                             [--auth-scope S] [--auth-audience A]] [--client-cert FILE --client-key FILE]
   npm run endpoints -- update --id ID [--header 'Name: value' ...] [--no-headers] [--ordering unordered|fifo]
                                [--rate-limit N|none] [--filter JSON|none]
+                               [--auth-token-url URL --auth-client-id ID --auth-client-secret S|'********' ...] [--no-auth]
+                               [--client-cert FILE [--client-key FILE]] [--no-client-certificate]
   npm run endpoints -- list
   npm run endpoints -- disable --id ID
   npm run endpoints -- enable --id ID
@@ -61,7 +69,13 @@ class UsageError extends Error {
  * (a JSON object) decides which events the endpoint gets (DESIGN §14, §6); `update` replaces
  * the headers (`--no-headers` clears them), changes the ordering, the rate limit or the filter
  * (`none` removes either) and prints those fields, sensitive
- * header values masked as in `list`. Endpoints made here are operator endpoints. `--help` prints the usage
+ * header values masked as in `list`. `--auth-*` set OAuth2 client credentials (DESIGN §14: the
+ * worker gets a bearer token from `--auth-token-url`; `update` replaces them whole, and
+ * `--auth-client-secret '********'` keeps the stored secret; `--no-auth` removes them);
+ * `--client-cert` and `--client-key` name PEM files of a certificate the worker presents for
+ * mutual TLS (`update` without `--client-key` keeps the stored key; `--no-client-certificate`
+ * removes it). `list` and `update` show the client secret as `********` and the certificate as
+ * `{subject, not_after}`, never its key. Endpoints made here are operator endpoints. `--help` prints the usage
  * on stdout. Errors go to stderr as `error: <message>`; a wrong command line (unknown event
  * names included; followed by the usage) exits with 2, any other failure with 1.
  */
@@ -69,9 +83,9 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === '--help' || command === '-h' || command === 'help') return print(USAGE);
   const { values } = parse(rest);
-  if (command === 'add') return run((db) => add(db, values));
+  if (command === 'add') return run((db, config) => add(db, config, values));
   if (command === 'list') return run(list);
-  if (command === 'update') return run((db) => update(db, values));
+  if (command === 'update') return run((db, config) => update(db, config, values));
   if (command === 'disable') return run((db) => disable(db, values));
   if (command === 'enable') return run((db) => enable(db, values));
   if (command === 'delete') return run((db) => remove(db, values));
@@ -100,6 +114,15 @@ function parse(args: string[]) {
         filter: { type: 'string' },
         since: { type: 'string' },
         'signature-scheme': { type: 'string' },
+        'auth-token-url': { type: 'string' },
+        'auth-client-id': { type: 'string' },
+        'auth-client-secret': { type: 'string' },
+        'auth-scope': { type: 'string' },
+        'auth-audience': { type: 'string' },
+        'no-auth': { type: 'boolean' },
+        'client-cert': { type: 'string' },
+        'client-key': { type: 'string' },
+        'no-client-certificate': { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -109,18 +132,20 @@ function parse(args: string[]) {
   }
 }
 
-async function run(command: (db: Database) => Promise<void>): Promise<void> {
+async function run(command: (db: Database, config: Config) => Promise<void>): Promise<void> {
   const config = loadConfig(process.env, 'cli');
   const db = createDatabase(config.databaseUrl, { poolMax: 1 });
   try {
-    await command(db);
+    await command(db, config);
   } finally {
     await db.close();
   }
 }
 
-async function add(db: Database, values: Values): Promise<void> {
+async function add(db: Database, config: Config, values: Values): Promise<void> {
   const url = requireOption(values.url, '--url');
+  const auth = authOption(values);
+  const clientCertificate = clientCertificateOption(values, false);
   const signatureScheme = schemeOption(values['signature-scheme']);
   // An ed25519 endpoint's key is checked (or made) by createEndpoint, with a message naming it.
   const given = signatureScheme === 'ed25519' ? values.secret : secretOption(values.secret);
@@ -137,33 +162,85 @@ async function add(db: Database, values: Values): Promise<void> {
     throw error;
   }
   const { endpoint, secret } = await usageErrorOnInvalid(() =>
-    createEndpoint(db, {
-      url,
-      secret: given,
-      signatureScheme,
-      events,
-      description: values.description ?? null,
-      userId: null,
-      headers: headersOption(values),
-      ordering: orderingOption(values.ordering),
-      rateLimitPerS: rateLimitOption(values['rate-limit']),
-      filter: filterOption(values.filter),
-    }),
+    createEndpoint(
+      db,
+      {
+        url,
+        secret: given,
+        signatureScheme,
+        events,
+        description: values.description ?? null,
+        userId: null,
+        headers: headersOption(values),
+        ordering: orderingOption(values.ordering),
+        rateLimitPerS: rateLimitOption(values['rate-limit']),
+        filter: filterOption(values.filter),
+        auth,
+        clientCertificate,
+      },
+      endpointRulesOf(config),
+    ),
   );
   print({ id: endpoint.id, secret });
 }
 
-async function update(db: Database, values: Values): Promise<void> {
+async function update(db: Database, config: Config, values: Values): Promise<void> {
   const id = idOption(values.id);
   const headers = values['no-headers'] ? {} : values.header ? headersOption(values) : undefined;
   const ordering = orderingOption(values.ordering);
   const rateLimitPerS = rateLimitOption(values['rate-limit']);
   const filter = filterOption(values.filter);
-  if ([headers, ordering, rateLimitPerS, filter].every((value) => value === undefined)) {
-    throw new UsageError('update needs --header, --no-headers, --ordering, --rate-limit or --filter.');
+  const auth = values['no-auth'] ? null : authOption(values);
+  const clientCertificate = values['no-client-certificate'] ? null : clientCertificateOption(values, true);
+  if ([headers, ordering, rateLimitPerS, filter, auth, clientCertificate].every((value) => value === undefined)) {
+    throw new UsageError('update needs --header, --no-headers, --ordering, --rate-limit, --filter, --auth-*, --no-auth, --client-cert or --no-client-certificate.');
   }
-  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, { headers, ordering, rateLimitPerS, filter })));
-  print({ id, headers: endpoint.headers, ordering: endpoint.ordering, rate_limit_per_s: endpoint.rate_limit_per_s, filter: endpoint.filter });
+  const changes = { headers, ordering, rateLimitPerS, filter, auth, clientCertificate };
+  const endpoint = await notFoundAsError(id, () => usageErrorOnInvalid(() => updateEndpoint(db, id, OPERATOR, changes, undefined, endpointRulesOf(config))));
+  const { ordering: order, rate_limit_per_s, auth: shownAuth, client_certificate } = endpoint;
+  print({ id, headers: endpoint.headers, ordering: order, rate_limit_per_s, filter: endpoint.filter, auth: shownAuth, client_certificate });
+}
+
+/**
+ * `--auth-token-url` with `--auth-client-id`, `--auth-client-secret` and the optional
+ * `--auth-scope` and `--auth-audience`, as the API's `auth`; undefined without any. The rules
+ * (DESIGN §14) are the operations layer's.
+ */
+function authOption(values: Values): Record<string, string> | undefined {
+  const given = (['auth-client-id', 'auth-client-secret', 'auth-scope', 'auth-audience'] as const).filter((name) => values[name] !== undefined);
+  if (values['auth-token-url'] === undefined) {
+    if (given.length > 0) throw new UsageError(`--${given[0]} needs --auth-token-url.`);
+    return undefined;
+  }
+  return {
+    type: 'oauth2_client_credentials',
+    token_url: values['auth-token-url'],
+    ...(values['auth-client-id'] !== undefined && { client_id: values['auth-client-id'] }),
+    ...(values['auth-client-secret'] !== undefined && { client_secret: values['auth-client-secret'] }),
+    ...(values['auth-scope'] !== undefined && { scope: values['auth-scope'] }),
+    ...(values['auth-audience'] !== undefined && { audience: values['auth-audience'] }),
+  };
+}
+
+/**
+ * `--client-cert FILE` and `--client-key FILE` (PEM), read now; undefined without either. With
+ * `keepKey` (update), a certificate without `--client-key` keeps the stored key.
+ */
+function clientCertificateOption(values: Values, keepKey: boolean): { cert: string; key: string } | undefined {
+  const certFile = values['client-cert'];
+  const keyFile = values['client-key'];
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined) throw new UsageError('--client-key needs --client-cert.');
+  if (keyFile === undefined && !keepKey) throw new UsageError('--client-cert needs --client-key.');
+  return { cert: pemFile(certFile, '--client-cert'), key: keyFile === undefined ? '********' : pemFile(keyFile, '--client-key') };
+}
+
+function pemFile(file: string, option: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`${option}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { cause: error });
+  }
 }
 
 /** `--header 'Name: value'`, repeatable, as a map; the rules of DESIGN §14 are checked by the operations layer. */
@@ -226,6 +303,8 @@ async function list(db: Database): Promise<void> {
       ordering: endpoint.ordering,
       rateLimitPerS: endpoint.rateLimitPerS,
       filter: endpoint.filter,
+      auth: presentAuth(endpoint.auth),
+      clientCertificate: presentClientCertificate(endpoint.clientCert),
       disabledReason: endpoint.disabledReason,
       previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
     });

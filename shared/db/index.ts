@@ -8,13 +8,14 @@ import { ServiceKey } from './models/service-key';
 import { User } from './models/user';
 import { WebhookAttempt } from './models/webhook-attempt';
 import { WebhookDelivery } from './models/webhook-delivery';
-import { WebhookEndpoint } from './models/webhook-endpoint';
+import { type EndpointAuth, WebhookEndpoint } from './models/webhook-endpoint';
 import { WebhookEventType } from './models/webhook-event-type';
 import { WebhookInbox } from './models/webhook-inbox';
 
 /** The model classes, for types; query through `db.models`, which are bound to a connection. */
 export { IdempotencyKey, PortalLink, PortalSession, Post, ServiceKey, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType, WebhookInbox };
 export type { DeliveryStatus } from './models/webhook-delivery';
+export type { EndpointAuth };
 export type { PortalScope } from './models/portal-link';
 
 /** The model classes of one connection; see {@link createDatabase}. */

@@ -2,7 +2,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, insertDelivery, TestServiceKey } from './support/operations';
 
-const ENDPOINT_KEYS = ['active', 'created_at', 'description', 'disabled_reason', 'events', 'filter', 'headers', 'id', 'ordering', 'public_key', 'rate_limit_per_s', 'signature_scheme', 'updated_at', 'url', 'user_id'];
+const ENDPOINT_KEYS = ['active', 'auth', 'client_certificate', 'created_at', 'description', 'disabled_reason', 'events', 'filter', 'headers', 'id', 'ordering', 'public_key', 'rate_limit_per_s', 'signature_scheme', 'updated_at', 'url', 'user_id'];
 
 describe('endpoints API (DESIGN §11)', () => {
   let harness: ApiHarness;

@@ -7,6 +7,7 @@ import { BrowserContext, Page, chromium } from 'playwright-core';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { freePort, ROOT, ServiceProcess, startService, waitFor } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
+import { certificateMaker } from '../support/test-certificates';
 
 /** Debian's package; `.ci/run` installs it when missing. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -332,6 +333,65 @@ describe('the dashboard in Chromium', () => {
       15_000,
       'the recovered delivery to be attempted again',
     );
+    expect(problems).toEqual([]);
+    await page.close();
+  }, TEST_MS);
+
+  it('when an operator sets OAuth2 credentials and a client certificate in Controls, then the row shows them, warns of the expiry within 14 days, and the page never holds the secret or the key', async () => {
+    const certificate = certificateMaker().client('dash.sender', { days: 10 });
+    const secured = (
+      await db.query(`INSERT INTO webhook_endpoints (url, secret, description) VALUES ('https://hooks.example.test/secured', $1, 'Secured') RETURNING id`, [
+        'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      ])
+    ).rows[0].id as number;
+    const { page, problems } = await openDashboard();
+    await page.getByLabel('Service key', { exact: true }).fill(SERVICE_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const row = page.locator(`tr[data-endpoint-id="${secured}"]`);
+    await row.waitFor();
+
+    await row.getByRole('button', { name: 'Controls…' }).click();
+    const dialog = page.locator('#controls-dialog');
+    expect(await dialog.locator('.current-certificate').textContent()).toBe('None now.');
+    await dialog.locator('[name="auth_token_url"]').fill('https://auth.example.test/oauth/token');
+    await dialog.locator('[name="auth_client_id"]').fill('dash-sender');
+    await dialog.locator('[name="auth_client_secret"]').fill('dash-secret');
+    await dialog.locator('[name="auth_scope"]').fill('hooks:write');
+    await dialog.locator('[name="client_cert"]').fill(certificate.cert);
+    await dialog.locator('[name="client_key"]').fill(certificate.key);
+    await dialog.locator('[data-confirm]').click();
+    await page.getByText(`Endpoint #${secured} saved.`).waitFor();
+    const stored = async () => (await db.query('SELECT auth, client_cert, client_key FROM webhook_endpoints WHERE id = $1', [secured])).rows[0];
+    const expected = {
+      auth: { type: 'oauth2_client_credentials', token_url: 'https://auth.example.test/oauth/token', client_id: 'dash-sender', client_secret: 'dash-secret', scope: 'hooks:write' },
+      client_cert: certificate.cert.trim(),
+      client_key: certificate.key.trim(),
+    };
+    expect(await stored()).toEqual(expected);
+
+    await row.locator('.client-certificate .badge.warn').waitFor();
+    expect(await row.locator('.auth').textContent()).toBe('OAuth2 · client dash-sender · token from auth.example.test');
+    expect(await row.locator('.client-certificate').textContent()).toMatch(/^mTLS · CN=dash\.sender · until \d{4}-\d\d-\d\d certificate expires in (9|10) days$/);
+
+    // Opened again, the secret reads masked and the key is not there; saving unchanged keeps both.
+    await row.getByRole('button', { name: 'Controls…' }).click();
+    expect(await dialog.locator('[name="auth_client_secret"]').inputValue()).toBe('********');
+    expect(await dialog.locator('[name="client_key"]').inputValue()).toBe('');
+    expect(await dialog.locator('.current-certificate').textContent()).toMatch(/^Now: CN=dash\.sender, until /);
+    const html = await page.content();
+    for (const secret of ['dash-secret', 'PRIVATE KEY', certificate.key.split('\n')[1]]) expect(html).not.toContain(secret);
+    await dialog.locator('[data-confirm]').click();
+    await page.getByText(`Endpoint #${secured} saved.`).waitFor();
+    expect(await stored()).toEqual(expected);
+
+    // Removing both.
+    await row.getByRole('button', { name: 'Controls…' }).click();
+    await dialog.locator('[name="auth_token_url"]').fill('');
+    await dialog.locator('[name="remove_client_certificate"]').check();
+    await dialog.locator('[data-confirm]').click();
+    await page.getByText(`Endpoint #${secured} saved.`).waitFor();
+    expect(await stored()).toEqual({ auth: null, client_cert: null, client_key: null });
+    await row.locator('.client-certificate').waitFor({ state: 'detached' });
     expect(problems).toEqual([]);
     await page.close();
   }, TEST_MS);

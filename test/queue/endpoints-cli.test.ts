@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database, createDatabase } from '../../shared/db';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
+import { certificateMaker } from '../support/test-certificates';
 
 const CLI = path.resolve(__dirname, '../../dist/scripts/endpoints-cli.js');
 
@@ -50,6 +52,8 @@ describe('endpoints CLI', () => {
       ordering: 'unordered',
       rateLimitPerS: null,
       filter: null,
+      auth: null,
+      clientCertificate: null,
       disabledReason: null,
       previousSecretExpiresAt: null,
     });
@@ -64,7 +68,7 @@ describe('endpoints CLI', () => {
     expect((await db.models.WebhookEndpoint.findByPk(id))!.headers).toEqual({ authorization: 'Basic dXNlcjpwYXNz', 'x-tenant': 'acme' });
 
     const updated = cli('update', '--id', String(id), '--header', 'X-Region: eu', '--ordering', 'unordered', '--rate-limit', '50');
-    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered', rate_limit_per_s: 50, filter: null });
+    expect(JSON.parse(updated.stdout)).toEqual({ id, headers: { 'x-region': 'eu' }, ordering: 'unordered', rate_limit_per_s: 50, filter: null, auth: null, client_certificate: null });
     expect(JSON.parse(cli('update', '--id', String(id), '--filter', '{"tier":["gold","silver"]}').stdout)).toMatchObject({ filter: { tier: ['gold', 'silver'] } });
     expect(cli('update', '--id', String(id), '--filter', '[1]').stderr).toContain('filter: must be a JSON object');
     expect(JSON.parse(cli('update', '--id', String(id), '--rate-limit', 'none').stdout)).toMatchObject({ rate_limit_per_s: null });
@@ -74,6 +78,58 @@ describe('endpoints CLI', () => {
     const refused = cli('add', '--url', 'https://example.com/bad', '--header', 'Host: evil');
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('headers: host cannot be set');
+  });
+
+  it('When an endpoint is added with OAuth2 client credentials and a client certificate, then list masks the secret and shows the certificate, and update keeps, replaces or removes them', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'endpoints-cli-'));
+    try {
+      const certs = certificateMaker();
+      const first = certs.client('first.sender', { days: 10 });
+      const second = certs.client('second.sender');
+      const files = Object.fromEntries(
+        Object.entries({ 'first.pem': first.cert, 'first.key': first.key, 'second.pem': second.cert, 'second.key': second.key }).map(([name, pem]) => {
+          writeFileSync(path.join(dir, name), pem);
+          return [name, path.join(dir, name)];
+        }),
+      );
+      const oauth = ['--auth-token-url', 'https://auth.example.com/token', '--auth-client-id', 'sender', '--auth-client-secret', 'cli-secret', '--auth-scope', 'hooks'];
+      const added = cli('add', '--url', 'https://example.com/secured', ...oauth, '--client-cert', files['first.pem'], '--client-key', files['first.key']);
+      expect([added.status, added.stderr]).toEqual([0, '']);
+      const { id } = JSON.parse(added.stdout);
+      const listed = cli('list').stdout.trim().split('\n').map((line) => JSON.parse(line)).find((endpoint) => endpoint.id === id);
+      expect(listed).toMatchObject({
+        auth: { type: 'oauth2_client_credentials', token_url: 'https://auth.example.com/token', client_id: 'sender', client_secret: '********', scope: 'hooks', audience: null },
+        clientCertificate: { subject: 'CN=first.sender', not_after: expect.any(String) },
+      });
+      expect(cli('list').stdout).not.toContain('cli-secret');
+      expect(await db.models.WebhookEndpoint.findByPk(id)).toMatchObject({ auth: { client_secret: 'cli-secret' }, clientKey: first.key });
+
+      // A renewed certificate for the same key: the key is kept; the secret is kept with "********".
+      const kept = cli('update', '--id', String(id), '--client-cert', files['first.pem'], '--auth-token-url', 'https://auth.example.com/v2/token', '--auth-client-id', 'sender', '--auth-client-secret', '********');
+      expect([kept.status, kept.stderr]).toEqual([0, '']);
+      expect(JSON.parse(kept.stdout)).toMatchObject({ auth: { token_url: 'https://auth.example.com/v2/token', client_secret: '********', scope: null }, client_certificate: { subject: 'CN=first.sender' } });
+      expect(await db.models.WebhookEndpoint.findByPk(id)).toMatchObject({ auth: { client_secret: 'cli-secret' }, clientKey: first.key });
+      const mismatched = cli('update', '--id', String(id), '--client-cert', files['second.pem']);
+      expect([mismatched.status, mismatched.stderr]).toEqual([2, expect.stringContaining('client_certificate.key: does not match the certificate')]);
+      const replaced = cli('update', '--id', String(id), '--client-cert', files['second.pem'], '--client-key', files['second.key']);
+      expect(JSON.parse(replaced.stdout).client_certificate.subject).toBe('CN=second.sender');
+
+      const removed = cli('update', '--id', String(id), '--no-auth', '--no-client-certificate');
+      expect(JSON.parse(removed.stdout)).toMatchObject({ auth: null, client_certificate: null });
+      expect(await db.models.WebhookEndpoint.findByPk(id)).toMatchObject({ auth: null, clientCert: null, clientKey: null });
+
+      expect(cli('add', '--url', 'http://example.com/plain', '--client-cert', files['first.pem'], '--client-key', files['first.key'])).toMatchObject({
+        status: 2,
+        stderr: expect.stringContaining('client_certificate: needs an https url'),
+      });
+      expect(cli('add', '--url', 'https://example.com/x', '--auth-client-id', 'sender')).toMatchObject({ status: 2, stderr: expect.stringContaining('--auth-token-url') });
+      expect(cli('add', '--url', 'https://example.com/x', '--client-cert', path.join(dir, 'missing.pem'), '--client-key', files['first.key'])).toMatchObject({
+        status: 2,
+        stderr: expect.stringContaining('--client-cert: cannot read'),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('When an endpoint is added with a secret and then disabled, then list shows it inactive', () => {

@@ -1,6 +1,7 @@
 import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { ArrivalLog } from './arrival-log';
 
 /** One request as the server saw it. */
@@ -18,6 +19,8 @@ export interface RecordedRequest {
   body: Buffer;
   /** `Date.now()` when the request's body was fully read. */
   receivedAt: number;
+  /** Over TLS, the subject CN of the client certificate the connection presented; else null. */
+  clientCertificate: string | null;
 }
 
 /** How the server answers one request. Every field is optional. */
@@ -55,8 +58,12 @@ export interface RecordingServer {
 
 /** How the server listens. */
 export interface RecordingServerOptions {
-  /** Serve HTTPS with this PEM key and certificate (for example `TEST_TLS` of tls-fixture.ts). */
-  tls?: { key: string; cert: string };
+  /**
+   * Serve HTTPS with this PEM key and certificate (for example `TEST_TLS` of tls-fixture.ts).
+   * With `clientCa`, mutual TLS: a client must present a certificate that CA issued, or the
+   * handshake fails and nothing is recorded.
+   */
+  tls?: { key: string; cert: string; clientCa?: string };
 }
 
 /**
@@ -90,7 +97,9 @@ export async function startRecordingServer(initial: ReplyPlan = {}, options: Rec
       timers.add(timer);
     });
   };
-  const server: Server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
+  const { clientCa, ...tls } = options.tls ?? {};
+  const mutual = clientCa === undefined ? {} : { ca: [clientCa], requestCert: true, rejectUnauthorized: true };
+  const server: Server = options.tls ? createHttpsServer({ ...tls, ...mutual }, handle) : createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
@@ -132,6 +141,7 @@ function record(req: IncomingMessage, body: Buffer): RecordedRequest {
     headers: req.headers,
     body,
     receivedAt: Date.now(),
+    clientCertificate: 'getPeerCertificate' in req.socket ? commonNameOf(req.socket as TLSSocket) : null,
   };
 }
 
@@ -146,4 +156,10 @@ function answer(req: IncomingMessage, res: ServerResponse, plan: ReplyPlan): voi
   const type = isBytes ? 'text/plain; charset=utf-8' : 'application/json';
   res.writeHead(plan.status ?? 200, { 'Content-Type': type, ...plan.headers });
   res.end(payload);
+}
+
+/** The subject CN of the client certificate a TLS connection presented, or null. */
+export function commonNameOf(socket: TLSSocket): string | null {
+  const cn = socket.getPeerCertificate().subject?.CN;
+  return Array.isArray(cn) ? cn.join(',') : (cn ?? null);
 }

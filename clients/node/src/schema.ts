@@ -31,6 +31,27 @@ export interface paths {
                         "application/json": {
                             data: {
                                 active: boolean;
+                                /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                                auth: {
+                                    audience: string | null;
+                                    client_id: string;
+                                    /** @description Always "********". */
+                                    client_secret: string;
+                                    scope: string | null;
+                                    token_url: string;
+                                    /** @enum {string} */
+                                    type: "oauth2_client_credentials";
+                                } | null;
+                                /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                                client_certificate: {
+                                    /**
+                                     * Format: date-time
+                                     * @description When the certificate expires.
+                                     */
+                                    not_after: string | null;
+                                    /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                                    subject: string;
+                                } | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 description: string | null;
@@ -141,6 +162,30 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it. */
+                        auth?: {
+                            /** @description Sent as `audience` in the token request, for servers that want it. */
+                            audience?: string | null;
+                            client_id: string;
+                            /** @description Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin. */
+                            client_secret: string;
+                            /** @description Space-separated scopes (RFC 6749 §3.3). */
+                            scope?: string | null;
+                            /**
+                             * Format: uri
+                             * @description The token endpoint (http or https; https in production unless allowlisted).
+                             */
+                            token_url: string;
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                        } | null;
+                        /** @description A client certificate the worker presents for mutual TLS to the endpoint's own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it. */
+                        client_certificate?: {
+                            /** @description PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain. */
+                            cert: string;
+                            /** @description Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key). */
+                            key: string;
+                        } | null;
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
@@ -183,6 +228,27 @@ export interface paths {
                     content: {
                         "application/json": {
                             active: boolean;
+                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                            auth: {
+                                audience: string | null;
+                                client_id: string;
+                                /** @description Always "********". */
+                                client_secret: string;
+                                scope: string | null;
+                                token_url: string;
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                            } | null;
+                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                            client_certificate: {
+                                /**
+                                 * Format: date-time
+                                 * @description When the certificate expires.
+                                 */
+                                not_after: string | null;
+                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                                subject: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
@@ -313,6 +379,27 @@ export interface paths {
                     content: {
                         "application/json": {
                             active: boolean;
+                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                            auth: {
+                                audience: string | null;
+                                client_id: string;
+                                /** @description Always "********". */
+                                client_secret: string;
+                                scope: string | null;
+                                token_url: string;
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                            } | null;
+                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                            client_certificate: {
+                                /**
+                                 * Format: date-time
+                                 * @description When the certificate expires.
+                                 */
+                                not_after: string | null;
+                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                                subject: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;
@@ -532,6 +619,30 @@ export interface paths {
                     "application/json": {
                         /** @description `true` re-enables the endpoint and clears `disabled_reason`. */
                         active?: boolean;
+                        /** @description OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it. */
+                        auth?: {
+                            /** @description Sent as `audience` in the token request, for servers that want it. */
+                            audience?: string | null;
+                            client_id: string;
+                            /** @description Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin. */
+                            client_secret: string;
+                            /** @description Space-separated scopes (RFC 6749 §3.3). */
+                            scope?: string | null;
+                            /**
+                             * Format: uri
+                             * @description The token endpoint (http or https; https in production unless allowlisted).
+                             */
+                            token_url: string;
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                        } | null;
+                        /** @description A client certificate the worker presents for mutual TLS to the endpoint's own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it. */
+                        client_certificate?: {
+                            /** @description PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain. */
+                            cert: string;
+                            /** @description Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key). */
+                            key: string;
+                        } | null;
                         description?: string | null;
                         /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
                         events?: string[];
@@ -567,6 +678,27 @@ export interface paths {
                     content: {
                         "application/json": {
                             active: boolean;
+                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                            auth: {
+                                audience: string | null;
+                                client_id: string;
+                                /** @description Always "********". */
+                                client_secret: string;
+                                scope: string | null;
+                                token_url: string;
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                            } | null;
+                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                            client_certificate: {
+                                /**
+                                 * Format: date-time
+                                 * @description When the certificate expires.
+                                 */
+                                not_after: string | null;
+                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                                subject: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             description: string | null;

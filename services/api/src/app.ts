@@ -9,6 +9,7 @@ import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
+import { endpointRulesOf } from '../../../shared/operations/endpoints';
 import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
 import { CircuitState, readCircuitState } from '../../../shared/endpoint-gate';
 import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient, redisPrimaryOf } from '../../../shared/redis';
@@ -176,6 +177,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
           queue,
           readCircuit: (endpointId) => readCircuit(redis, config, endpointId),
           retentionDays: config.webhookRetentionDays,
+          endpointRules: endpointRulesOf(config),
         });
         await scope.register(portalRoutes, {
           sequelize: database.sequelize,

@@ -64,6 +64,11 @@ export interface Admission {
    */
   afterClaim(job: DeliveryJob, token: string | undefined, scope: JobScope, delivery: ClaimedDelivery, turn: { lease?: Lease }, log: Logger): Promise<void>;
   /**
+   * Waits, within the endpoint's rate limit, until one more request of this attempt may leave
+   * (a 401 sent again with a fresh token, DESIGN §14), and records it as a start of its own.
+   */
+  startAgain(scope: JobScope, delivery: ClaimedDelivery, token: string): Promise<void>;
+  /**
    * Returns the lease with the attempt's verdict and, once a FIFO delivery ended, the next in
    * its line (recorded as the head), then wakes the jobs parked with the gate it freed. Never
    * throws: a lease not returned expires by itself.
@@ -174,6 +179,11 @@ export function createAdmission(options: AdmissionOptions): Admission {
         }
       }
       if (delivery.rateLimitPerS !== null) await startWithinLimit(rateLimiter, gateKey, jobId, delivery.rateLimitPerS);
+    },
+
+    async startAgain(scope, delivery, token) {
+      // A start of its own: the first one's entry in the window keeps counting.
+      if (delivery.rateLimitPerS !== null) await startWithinLimit(scope.rateLimiter, gateKeyOf(delivery), `${token}:again`, delivery.rateLimitPerS);
     },
 
     async release(scope, lease, token, verdict, next, log) {

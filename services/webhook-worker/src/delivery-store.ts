@@ -1,5 +1,5 @@
 import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
-import { isDatabaseUnavailable, type DeliveryStatus } from '../../../shared/db';
+import { isDatabaseUnavailable, type DeliveryStatus, type EndpointAuth } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
 import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
 import { announceExhausted } from '../../../shared/deliveries/delivery-exhausted';
@@ -38,6 +38,12 @@ export interface ClaimedDelivery {
   sequence: string | null;
   /** The endpoint's `rate_limit_per_s` (DESIGN §14); null: none. */
   rateLimitPerS: number | null;
+  /** The endpoint's URL now (a delivery keeps the one it was made for): its credentials go to this origin only. */
+  endpointUrl: string | null;
+  /** The endpoint's OAuth2 client credentials (DESIGN §14, revision 4); null: none. */
+  auth: EndpointAuth | null;
+  /** The endpoint's PEM client certificate and key for mutual TLS; null: none. */
+  clientCertificate: { cert: string; key: string } | null;
 }
 
 /** What a job learns of a delivery it could not claim. */
@@ -147,6 +153,10 @@ interface ClaimRow {
   endpoint_deleted: boolean;
   one_shot: boolean;
   sequence: string | null;
+  endpoint_url: string | null;
+  endpoint_auth: EndpointAuth | null;
+  endpoint_client_cert: string | null;
+  endpoint_client_key: string | null;
 }
 
 /**
@@ -178,7 +188,7 @@ const CLAIM_BATCH = {
               w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
   )
   SELECT d.*, COALESCE(d.legacy_body, ev.body) AS body, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
-         e.active AS endpoint_active,
+         e.active AS endpoint_active, e.url AS endpoint_url, e.auth AS endpoint_auth, e.client_cert AS endpoint_client_cert, e.client_key AS endpoint_client_key,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
     FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
       LEFT JOIN webhook_events ev ON ev.id = d.event_id AND ${keyRange('ev.created_at', '$3', '$4')}`,
@@ -286,6 +296,9 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     oneShot: row.one_shot,
     sequence: row.sequence,
     rateLimitPerS: row.endpoint_rate_limit_per_s,
+    endpointUrl: row.endpoint_url,
+    auth: row.endpoint_auth,
+    clientCertificate: row.endpoint_client_cert !== null && row.endpoint_client_key !== null ? { cert: row.endpoint_client_cert, key: row.endpoint_client_key } : null,
   };
 }
 

@@ -30,7 +30,12 @@ export interface EgressProxy {
    * end. A CONNECT answered otherwise than 200 fails the request with EgressProxyAnswerError.
    */
   httpsAgent: http.Agent;
-  /** Drops both agents' pooled sockets. */
+  /**
+   * A tunnelling agent of its own that presents `certificate` for mutual TLS inside the tunnel,
+   * to the target only (the CONNECT to the proxy carries none). The caller owns it (destroy).
+   */
+  tunnelWith(certificate: { cert: string; key: string }): http.Agent;
+  /** Drops both shared agents' pooled sockets. */
   close(): void;
 }
 
@@ -51,6 +56,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     applies: (url) => !direct(url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase()),
     httpAgent,
     httpsAgent,
+    tunnelWith: (certificate) => new TunnelAgent(proxyUrl, agentOptions, certificate),
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();
@@ -61,16 +67,27 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 /**
  * https-proxy-agent hands a refused CONNECT's answer to the request as if the target had sent
  * it; this one fails the request instead, so the proxy's status and body are never taken for
- * the endpoint's (DESIGN §14, Egress, revision 4).
+ * the endpoint's (DESIGN §14, Egress, revision 4). With a client certificate, it goes into the
+ * TLS handshake with the target inside the tunnel (https-proxy-agent upgrades the tunnel with
+ * the request's options), never into the connection to the proxy (its constructor options).
  */
 class TunnelAgent extends HttpsProxyAgent<string> {
+  constructor(
+    proxy: URL,
+    options: ConstructorParameters<typeof HttpsProxyAgent<string>>[1],
+    private readonly certificate?: { cert: string; key: string },
+  ) {
+    super(proxy, options);
+  }
+
   override async connect(request: http.ClientRequest, options: Parameters<HttpsProxyAgent<string>['connect']>[1]): Promise<Socket> {
     let answer: number | undefined;
     // https-proxy-agent emits the CONNECT's answer on the request before it returns.
     request.once('proxyConnect', (connect: { statusCode: number }) => {
       answer = connect.statusCode;
     });
-    const socket = await super.connect(request, options);
+    const tls = this.certificate ? { ...options, cert: this.certificate.cert, key: this.certificate.key } : options;
+    const socket = await super.connect(request, tls);
     if (answer === undefined || answer === 200) return socket;
     socket.destroy();
     throw new EgressProxyAnswerError(answer);

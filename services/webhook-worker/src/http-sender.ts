@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
+import { ClientCertificate, createClientCertificateAgents } from './client-certificate-agents';
 import { EgressProxy, createEgressProxy } from './egress-proxy';
 import { AttemptTimeoutError, BlockedTargetError, EgressProxyAnswerError } from './errors';
 import { AttemptOutcome, parseRetryAfter } from './retry-policy';
@@ -19,6 +20,15 @@ export interface OutgoingRequest {
   /** The exact bytes that were signed. */
   body: Buffer;
   headers: Record<string, string>;
+  /** Presented for mutual TLS to an https target (DESIGN §14, revision 4), from a pool of its own; default none. */
+  clientCertificate?: ClientCertificate;
+  /**
+   * When the whole attempt must be over (`performance.now()` ms), for an attempt of several
+   * requests (a token, then the delivery); default WEBHOOK_TIMEOUT_MS from now.
+   */
+  deadline?: number;
+  /** Bytes of the answer kept in `response`; default {@link RESPONSE_EXCERPT_BYTES}. */
+  excerptBytes?: number;
 }
 
 /** What an attempt came to: the policy's view plus what webhook_attempts records. */
@@ -65,7 +75,7 @@ export interface HttpSenderOptions {
 export interface HttpSender {
   /** Sends once (plus axios-retry's quick transport retries); never throws. */
   send(request: OutgoingRequest): Promise<SendResult>;
-  /** Drops the pooled keep-alive sockets, the proxy's included. */
+  /** Drops the pooled keep-alive sockets, the proxy's and the client certificates' included. */
   close(): void;
 }
 
@@ -91,6 +101,9 @@ const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
  * a CONNECT answered 403 is a refused target like the SSRF guard's (`blocked`); any other
  * refused CONNECT (502, 503, 504, or this or that proxy's 500) means the target could not be
  * reached, a connection error. None of them stores the proxy's body or status as the answer.
+ *
+ * A request with a client certificate goes out on an agent of its own per endpoint and
+ * certificate (client-certificate-agents.ts), tunnelled the same way through the proxy.
  */
 export function createHttpSender(options: HttpSenderOptions): HttpSender {
   const guard = createSsrfGuard(options.privateAllowlist ?? []);
@@ -105,6 +118,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
   };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
+  const certificateAgents = createClientCertificateAgents(agentOptions);
   const proxy =
     options.proxyUrl === undefined
       ? undefined
@@ -143,7 +157,8 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
     async send(request) {
       const started = performance.now();
       const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new AttemptTimeoutError(options.timeoutMs)), options.timeoutMs);
+      const timeLeftMs = request.deadline === undefined ? options.timeoutMs : Math.max(0, request.deadline - started);
+      const timer = setTimeout(() => controller.abort(new AttemptTimeoutError(options.timeoutMs)), timeLeftMs);
       let statusCode: number | null = null;
       let retryAfterMs: number | null = null;
       let via: EgressProxy | undefined;
@@ -154,13 +169,16 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
           guard.assertLiteralTargetAllowed(target);
           if (via) await abortable(guard.assertResolvedTargetAllowed(target), controller.signal);
         }
+        const certificate = request.clientCertificate && target.protocol === 'https:' ? request.clientCertificate : undefined;
+        const tlsAgent = certificate ? certificateAgents.agentFor(certificate, via) : via?.httpsAgent;
         const response = await client.request<Readable>({
           url: request.url,
           method: request.method,
           data: request.body,
           headers: request.headers,
           signal: controller.signal,
-          ...(via ? { httpAgent: via.httpAgent, httpsAgent: via.httpsAgent } : {}),
+          ...(via ? { httpAgent: via.httpAgent } : {}),
+          ...(tlsAgent ? { httpsAgent: tlsAgent } : {}),
         });
         statusCode = response.status;
         if (via && statusCode === 407 && target.protocol === 'http:') {
@@ -169,7 +187,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
         }
         const retryAfter = response.headers['retry-after'];
         retryAfterMs = parseRetryAfter(retryAfter === undefined ? undefined : String(retryAfter));
-        const excerpt = await readExcerpt(response.data, RESPONSE_EXCERPT_BYTES);
+        const excerpt = await readExcerpt(response.data, request.excerptBytes ?? RESPONSE_EXCERPT_BYTES);
         return { statusCode, retryAfterMs, timedOut: false, blocked: false, error: null, response: excerpt, durationMs: elapsed(started), proxyUnauthorized: false };
       } catch (error) {
         const answered = findCause(error, EgressProxyAnswerError);
@@ -194,6 +212,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
     close() {
       httpAgent.destroy();
       httpsAgent.destroy();
+      certificateAgents.close();
       proxy?.close();
     },
   };

@@ -15,7 +15,7 @@ export type { PartitionGates } from './admission';
 export type { DeliveryJob } from './job-moves';
 
 export interface DeliveryProcessorOptions {
-  config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency'>;
+  config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency' | 'webhookTimeoutMs'>;
   store: DeliveryStore;
   sender: HttpSender;
   policy: RetryPolicy;
@@ -108,7 +108,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
         return;
       }
       await admission.afterClaim(job, token, scope, delivery, turn, log);
-      const outcome = await sendAttempt(delivery, delivery.body, log);
+      const outcome = await sendAttempt(delivery, delivery.body, log, () => admission.startAgain(scope, delivery, jobIdOf(job)));
       turn.verdict = outcome.verdict;
       if (outcome.retryAt === null) {
         turn.next = await line.nextAfter(delivery, log);

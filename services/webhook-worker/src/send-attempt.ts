@@ -2,9 +2,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
+import { createAuthorizedSend } from './authorized-send';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
 import { between } from './job-moves';
+import { createOAuth2Tokens } from './oauth2-tokens';
 import type { RetryPolicy } from './retry-policy';
 import { signDelivery } from './sign-delivery';
 
@@ -27,7 +29,7 @@ export interface AttemptResult {
 }
 
 export interface SendAttemptOptions {
-  config: Pick<Config, 'appKey' | 'webhookSalt'>;
+  config: Pick<Config, 'appKey' | 'webhookSalt' | 'webhookTimeoutMs'>;
   store: DeliveryStore;
   sender: HttpSender;
   policy: RetryPolicy;
@@ -40,15 +42,20 @@ export interface SendAttemptOptions {
 
 /**
  * The attempt itself (DESIGN §6, "The worker, per attempt"): signs the stored body with a
- * fresh timestamp and the stable webhook-id, sends it, records the attempt with the
- * delivery's new state (one statement), and counts it in the metrics. A delivery that cannot
- * be signed fails without an attempt.
+ * fresh timestamp and the stable webhook-id, sends it with the endpoint's credentials
+ * (authorized-send.ts: its OAuth2 token, from this process's cache, and its client
+ * certificate), records the attempt with the delivery's new state (one statement), and counts
+ * it in the metrics. A delivery that cannot be signed fails without an attempt.
  *
- * @returns `(delivery, body, log)`: sends `body`, the delivery's bytes
+ * @returns `(delivery, body, log, resendSlot)`: sends `body`, the delivery's bytes;
+ *   `resendSlot` admits a second request within the endpoint's rate limit (a 401 resent with a fresh token)
  * @throws the store's errors (PostgreSQL away, the delivery gone meanwhile)
  */
-export function createSendAttempt(options: SendAttemptOptions): (delivery: ClaimedDelivery, body: string, log: Logger) => Promise<AttemptResult> {
+export function createSendAttempt(
+  options: SendAttemptOptions,
+): (delivery: ClaimedDelivery, body: string, log: Logger, resendSlot: () => Promise<void>) => Promise<AttemptResult> {
   const { config, store, sender, policy, metrics, random } = options;
+  const authorizedSend = createAuthorizedSend({ sender, tokens: createOAuth2Tokens({ sender, timeoutMs: config.webhookTimeoutMs }), timeoutMs: config.webhookTimeoutMs });
   let proxyRefusedSince: number | undefined;
   let proxyOutageLoggedAt = 0;
 
@@ -71,7 +78,7 @@ export function createSendAttempt(options: SendAttemptOptions): (delivery: Claim
     return now + delayMs;
   }
 
-  return async function sendAttempt(delivery, bytes, log) {
+  return async function sendAttempt(delivery, bytes, log, resendSlot) {
     let headers: Record<string, string>;
     const body = Buffer.from(bytes, 'utf8');
     try {
@@ -83,7 +90,7 @@ export function createSendAttempt(options: SendAttemptOptions): (delivery: Claim
     }
 
     const attemptNumber = delivery.attempts + 1;
-    const result = await sender.send({ url: delivery.url, method: delivery.method, body, headers });
+    const result = await authorizedSend(delivery, { url: delivery.url, method: delivery.method, body, headers }, resendSlot, log);
     if (result.proxyUnauthorized) return { verdict: 'neutral', retryAt: await waitForProxy(delivery, log), attempted: false };
     proxyRefusedSince = undefined;
     const verdict = circuitVerdict(result);
@@ -124,7 +131,8 @@ export function createSendAttempt(options: SendAttemptOptions): (delivery: Claim
 
 /**
  * How an attempt counts for its endpoint's circuit (DESIGN §6): a timeout, a connection
- * error, 5xx and 429 are failures; 2xx a success; anything else (another answer, or a target
+ * error, 5xx and 429 are failures, and so is a token that could not be had (DESIGN §14,
+ * `oauth2 token: ...`, no status); 2xx a success; anything else (another answer, or a target
  * the SSRF guard or the egress proxy's policy refused) says nothing about the endpoint's health.
  */
 export function circuitVerdict(result: SendResult): AttemptVerdict {

@@ -43,7 +43,8 @@ export function traceDeliveryJobs<J extends Job<WebhookJobData>>(processor: Proc
 
 /**
  * With tracing on, wraps each HTTP attempt in a CLIENT span `<METHOD>` (OpenTelemetry HTTP
- * conventions) carrying `webhook.id` (from the signed `webhook-id` header), the target
+ * conventions) carrying `webhook.id` (from the signed `webhook-id` header; none for an OAuth2
+ * token request), the target
  * without its query string (which may hold a token) and the answer's status. An attempt that
  * got no answer (timeout, refused target) is marked failed with the reason.
  */
@@ -53,8 +54,10 @@ export function traceAttempts(sender: HttpSender): HttpSender {
     close: () => sender.close(),
     send: (request) => {
       const url = new URL(request.url);
+      const webhookId = request.headers['webhook-id'];
       const attributes = {
-        [WEBHOOK_ID]: request.headers['webhook-id'],
+        // A token request (DESIGN §14, auth) carries no webhook-id.
+        ...(webhookId === undefined ? {} : { [WEBHOOK_ID]: webhookId }),
         'http.request.method': request.method,
         'url.full': `${url.protocol}//${url.host}${url.pathname}`,
         'server.address': url.hostname,

@@ -1,5 +1,18 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
+/**
+ * OAuth2 client credentials (RFC 6749 §4.4) the worker uses to get the endpoint's bearer token
+ * (DESIGN §14, revision 4), stored as given; the api shows `client_secret` masked.
+ */
+export interface EndpointAuth {
+  type: 'oauth2_client_credentials';
+  token_url: string;
+  client_id: string;
+  client_secret: string;
+  scope?: string;
+  audience?: string;
+}
+
 /** A subscriber of post events (DESIGN §3). `events` empty means every event. */
 export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, InferCreationAttributes<WebhookEndpoint>> {
   declare id: CreationOptional<number>;
@@ -42,6 +55,15 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare signatureScheme: CreationOptional<'hmac-sha256' | 'ed25519'>;
   /** An ed25519 endpoint's `whpk_` public key; null for HMAC. */
   declare publicKey: CreationOptional<string | null>;
+  /**
+   * How the worker authenticates to the endpoint beyond static headers (DESIGN §14, revision
+   * 4): null, or OAuth2 client credentials (shared/operations/endpoints/auth.ts checks the shape).
+   */
+  declare auth: CreationOptional<EndpointAuth | null>;
+  /** PEM certificate presented for mutual TLS to the endpoint's origin; null exactly when `clientKey` is. */
+  declare clientCert: CreationOptional<string | null>;
+  /** PEM private key of `clientCert`; never shown. */
+  declare clientKey: CreationOptional<string | null>;
   /** The last FIFO sequence number given to a delivery to this endpoint (DESIGN §6). */
   declare fifoSequence: CreationOptional<string>;
   declare createdAt: CreationOptional<Date>;
@@ -73,6 +95,9 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         ordering: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'unordered' },
         signatureScheme: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'hmac-sha256' },
         publicKey: { type: DataTypes.TEXT, allowNull: true },
+        auth: { type: DataTypes.JSONB, allowNull: true },
+        clientCert: { type: DataTypes.TEXT, allowNull: true },
+        clientKey: { type: DataTypes.TEXT, allowNull: true },
         fifoSequence: { type: DataTypes.BIGINT, allowNull: false, defaultValue: 0 },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,

@@ -1,5 +1,9 @@
 // The endpoint operations (DESIGN §11, §14), one file per concern: the table's reads and
-// writes, the static headers, the signing keys and masked credentials, the filter, the view.
+// writes, the static headers, the signing keys and masked credentials, OAuth2 auth, the client
+// certificate, the rules between them, the filter, the view.
+export { type EndpointAuthView, normalizeEndpointAuth, presentAuth } from './auth';
+export { type ClientCertificatePem, type ClientCertificateView, normalizeClientCertificate, presentClientCertificate } from './client-certificate';
+export { DEVELOPMENT_RULES, type EndpointRules, endpointRulesOf } from './credential-rules';
 export { assertEndpointFilter } from './filter';
 export { MASKED, normalizeEndpointHeaders, presentHeaders } from './headers';
 export {

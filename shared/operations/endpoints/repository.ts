@@ -7,6 +7,9 @@ import { Page, decodeCursor, toPage } from '../cursor';
 import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
 import { assertKnownEventTypes } from '../event-catalog';
 import type { Viewer } from '../viewer';
+import { normalizeEndpointAuth } from './auth';
+import { normalizeClientCertificate } from './client-certificate';
+import { DEVELOPMENT_RULES, type EndpointRules, assertCredentialsFit } from './credential-rules';
 import { assertEndpointFilter } from './filter';
 import { normalizeEndpointHeaders } from './headers';
 import { assertCredentialsGivenAgain, signingKey } from './secrets';
@@ -32,6 +35,10 @@ export interface NewEndpoint {
   rateLimitPerS?: number | null;
   /** Checked by {@link assertEndpointFilter}. */
   filter?: unknown;
+  /** OAuth2 client credentials, or null (auth.ts `normalizeEndpointAuth`). */
+  auth?: unknown;
+  /** `{cert, key}` in PEM, or null (client-certificate.ts `normalizeClientCertificate`). */
+  clientCertificate?: unknown;
 }
 
 /** The fields PATCH may change; `active: true` re-enables and clears `disabled_reason`. */
@@ -47,6 +54,10 @@ export interface EndpointChanges {
   rateLimitPerS?: number | null;
   /** null removes it. */
   filter?: unknown;
+  /** Replaces `auth` whole; null removes it; `client_secret: "********"` keeps the stored secret for the same token origin. */
+  auth?: unknown;
+  /** Replaces the certificate; null removes it; `key: "********"` keeps the stored key. */
+  clientCertificate?: unknown;
 }
 
 /** A rotation's result: the new secret (an ed25519 endpoint's: its new `whpk_` public key) and when the old one stops signing. */
@@ -71,9 +82,11 @@ export function assertEndpointUrl(url: string): void {
  *
  * @returns the endpoint and its secret (shown only now and on rotation); for an ed25519
  *   endpoint the `whpk_` public key in its place (the private key is never shown)
- * @throws InvalidEndpointError for a bad URL or secret; UnknownEventTypeError naming unknown events
+ * @param rules - the deployment's (credential-rules.ts `endpointRulesOf`); default: no https requirement
+ * @throws InvalidEndpointError for a bad URL, secret, header, filter, auth or certificate;
+ *   UnknownEventTypeError naming unknown events
  */
-export async function createEndpoint(db: Database, input: NewEndpoint): Promise<{ endpoint: EndpointView; secret: string }> {
+export async function createEndpoint(db: Database, input: NewEndpoint, rules: EndpointRules = DEVELOPMENT_RULES): Promise<{ endpoint: EndpointView; secret: string }> {
   assertEndpointUrl(input.url);
   const scheme = input.signatureScheme ?? 'hmac-sha256';
   const key = signingKey(scheme, input.secret);
@@ -81,6 +94,9 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
   const headers = normalizeEndpointHeaders(input.headers ?? {});
   const filter = input.filter ?? null;
   assertEndpointFilter(filter);
+  const auth = normalizeEndpointAuth(input.auth ?? null, null);
+  const certificate = normalizeClientCertificate(input.clientCertificate ?? null, null);
+  assertCredentialsFit({ url: input.url, headers, auth, clientCert: certificate?.cert ?? null }, rules);
   await assertKnownEventTypes(db, events);
   const row = await db.models.WebhookEndpoint.create({
     url: input.url,
@@ -94,6 +110,9 @@ export async function createEndpoint(db: Database, input: NewEndpoint): Promise<
     ordering: input.ordering ?? 'unordered',
     rateLimitPerS: input.rateLimitPerS ?? null,
     filter,
+    auth,
+    clientCert: certificate?.cert ?? null,
+    clientKey: certificate?.key ?? null,
   });
   return { endpoint: presentEndpoint(row), secret: key.shown };
 }
@@ -112,7 +131,7 @@ export async function listEndpoints(db: Database, viewer: Viewer, page: { limit:
   }
   const rows = await db.sequelize.query<EndpointRow>(
     `SELECT id, url, events, description, active, disabled_reason, user_id, headers, ordering, rate_limit_per_s, filter, signature_scheme, public_key,
-            created_at, updated_at,
+            auth, client_cert, created_at, updated_at,
             (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_at_micros
        FROM webhook_endpoints WHERE ${where.join(' AND ')}
       ORDER BY created_at DESC, id DESC LIMIT $1`,
@@ -133,17 +152,27 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
  * transaction (`endpoint.recovered` when the episode announced `endpoint.failing` or
  * `endpoint.disabled`, DESIGN §6 rev 4; of two re-enables at once one finds the episode). A
  * move of `url` to another origin must give the stored masked credentials again
- * ({@link assertCredentialsGivenAgain}).
+ * ({@link assertCredentialsGivenAgain}), and the fields must fit together afterwards
+ * ({@link assertCredentialsFit}: `auth` without an authorization header, a client certificate
+ * on https only, https for `auth` in production).
  *
  * The row is read, checked and written under its lock: what "********" keeps and the origin it
  * goes to are decided on the same row, so two PATCHes at once never combine into a stored
  * credential at an origin neither was checked against.
  *
  * @param deps - where to queue a re-enable's `endpoint.recovered` after commit; without it the outbox relay adds them
+ * @param rules - the deployment's (credential-rules.ts `endpointRulesOf`); default: no https requirement
  * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError,
  *   UnknownEventTypeError for bad changes
  */
-export async function updateEndpoint(db: Database, id: number, viewer: Viewer, changes: EndpointChanges, deps?: DeliveryDeps): Promise<EndpointView> {
+export async function updateEndpoint(
+  db: Database,
+  id: number,
+  viewer: Viewer,
+  changes: EndpointChanges,
+  deps?: DeliveryDeps,
+  rules: EndpointRules = DEVELOPMENT_RULES,
+): Promise<EndpointView> {
   if (!(await findVisibleEndpoint(db, id, viewer))) throw new EndpointNotFoundError(id);
   if (changes.url !== undefined) assertEndpointUrl(changes.url);
   const events = changes.events && uniqueEvents(changes.events);
@@ -156,9 +185,21 @@ export async function updateEndpoint(db: Database, id: number, viewer: Viewer, c
     if (!row) throw new EndpointNotFoundError(id);
     const reenabled = changes.active === true && !row.active;
     const headers = changes.headers && normalizeEndpointHeaders(changes.headers, row.headers);
+    const auth = changes.auth === undefined ? row.auth : normalizeEndpointAuth(changes.auth, row.auth);
+    const certificate =
+      changes.clientCertificate === undefined
+        ? undefined
+        : normalizeClientCertificate(changes.clientCertificate, row.clientKey);
     if (changes.url !== undefined) assertCredentialsGivenAgain(row, changes.url, changes);
+    const clientCert = certificate === undefined ? row.clientCert : (certificate?.cert ?? null);
+    assertCredentialsFit({ url: changes.url ?? row.url, headers: headers ?? row.headers, auth, clientCert }, rules);
     if (changes.url !== undefined) row.url = changes.url;
     if (headers) row.headers = headers;
+    row.auth = auth;
+    if (certificate !== undefined) {
+      row.clientCert = certificate?.cert ?? null;
+      row.clientKey = certificate?.key ?? null;
+    }
     if (changes.ordering !== undefined) row.ordering = changes.ordering;
     if (changes.rateLimitPerS !== undefined) row.rateLimitPerS = changes.rateLimitPerS;
     if (changes.filter !== undefined) row.filter = changes.filter as Record<string, unknown> | null;

@@ -3,7 +3,10 @@ import type { WebhookEndpoint } from '../../db';
 import { Ed25519KeyPair, generateEd25519KeyPair, isEd25519PublicKey, isEd25519SecretKey, parseEd25519SecretKey } from '../../webhook/ed25519';
 import { signStandard } from '../../webhook/signing';
 import { InvalidEndpointError } from '../errors';
+import { maskedAuthKept } from './auth';
+import { maskedKeyKept } from './client-certificate';
 import { maskedHeadersKept } from './headers';
+import { originOf } from './origin';
 import type { EndpointChanges } from './repository';
 import type { SignatureScheme } from './view';
 
@@ -58,11 +61,12 @@ export function signingKey(scheme: SignatureScheme, given: string | undefined): 
 /**
  * The stored credentials a change carries over without giving them again, each named as a
  * 400 names it (`headers.authorization`). One entry per kind of masked credential (DESIGN
- * §14): the OAuth2 client secret and a client certificate's key join this list when
- * endpoints get them.
+ * §14): masked headers, the OAuth2 client secret, a client certificate's key.
  */
 const MASKED_CREDENTIALS: readonly ((row: WebhookEndpoint, changes: EndpointChanges) => string[])[] = [
   (row, changes) => maskedHeadersKept(row.headers ?? {}, changes.headers),
+  (row, changes) => maskedAuthKept(row.auth, changes.auth),
+  (row, changes) => maskedKeyKept(row.clientKey, changes.clientCertificate),
 ];
 
 /**
@@ -80,13 +84,4 @@ export function assertCredentialsGivenAgain(row: WebhookEndpoint, url: string, c
   throw new InvalidEndpointError(
     `url: moving to another origin needs the masked credentials given again in the same PATCH: ${carried.join(', ')}. Send their values, or leave them out.`,
   );
-}
-
-/** The URL's origin, or null for a stored URL that no longer parses (never the same as a valid one). */
-function originOf(url: string): string | null {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return null;
-  }
 }

@@ -1,4 +1,6 @@
-import type { WebhookEndpoint } from '../../db';
+import type { EndpointAuth, WebhookEndpoint } from '../../db';
+import { type EndpointAuthView, presentAuth } from './auth';
+import { type ClientCertificateView, presentClientCertificate } from './client-certificate';
 import { presentHeaders } from './headers';
 
 /** An endpoint as the operations API shows it (DESIGN §11); never its secrets. */
@@ -24,6 +26,10 @@ export interface EndpointView {
   signature_scheme: SignatureScheme;
   /** An ed25519 endpoint's `whpk_` public key, which its receiver verifies with; null for HMAC. */
   public_key: string | null;
+  /** OAuth2 client credentials the worker gets a bearer token with (DESIGN §14); the secret reads as `********`; null: none. */
+  auth: EndpointAuthView | null;
+  /** The certificate presented for mutual TLS: its subject and expiry, never the key; null: none. */
+  client_certificate: ClientCertificateView | null;
   created_at: string;
   updated_at: string;
 }
@@ -47,13 +53,21 @@ export function presentEndpoint(row: WebhookEndpoint): EndpointView {
     filter: row.filter,
     signature_scheme: row.signatureScheme,
     public_key: row.publicKey,
+    auth: presentAuth(row.auth),
+    client_certificate: presentClientCertificate(row.clientCert),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
 }
 
 /** A webhook_endpoints row as the list query reads it: the view's fields, with timestamps as Dates. */
-export type EndpointRow = Omit<EndpointView, 'created_at' | 'updated_at'> & { created_at: Date; updated_at: Date; created_at_micros: string };
+export type EndpointRow = Omit<EndpointView, 'created_at' | 'updated_at' | 'auth' | 'client_certificate'> & {
+  auth: EndpointAuth | null;
+  client_cert: string | null;
+  created_at: Date;
+  updated_at: Date;
+  created_at_micros: string;
+};
 
 /** The API's view of a row as the list query reads it. */
 export function presentEndpointRow(row: EndpointRow): EndpointView {
@@ -71,6 +85,8 @@ export function presentEndpointRow(row: EndpointRow): EndpointView {
     filter: row.filter,
     signature_scheme: row.signature_scheme,
     public_key: row.public_key,
+    auth: presentAuth(row.auth),
+    client_certificate: presentClientCertificate(row.client_cert),
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

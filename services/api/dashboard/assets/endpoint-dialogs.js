@@ -4,10 +4,12 @@
  * (`POST /api/v1/endpoints/{id}/recover`), replay past events it never got
  * (`POST /api/v1/endpoints/{id}/replay`), rotate the signing secret
  * (`POST /api/v1/endpoints/{id}/rotate-secret`), whose new secret is shown once, and edit the
- * endpoint's controls (`PATCH /api/v1/endpoints/{id}`: headers, ordering, rate limit).
+ * endpoint's controls (`PATCH /api/v1/endpoints/{id}`: headers, ordering, rate limit, filter,
+ * OAuth2 credentials and client certificate).
  */
 import { ApiError } from './api.js';
 import { byId, isoToLocalInput, localInputToIso, replace } from './dom.js';
+import { fillCredentials, readCredentials } from './endpoint-credentials.js';
 import { clearMessages, inlineError, showNotice } from './messages.js';
 import { api } from './session.js';
 
@@ -83,6 +85,7 @@ export function openControls(endpoint, afterSave) {
   ordering.value = endpoint.ordering ?? 'unordered';
   rate.value = endpoint.rate_limit_per_s == null ? '' : String(endpoint.rate_limit_per_s);
   filter.value = endpoint.filter == null ? '' : JSON.stringify(endpoint.filter);
+  fillCredentials(dialog, endpoint);
   setTarget(dialog, endpoint);
   onConfirm(dialog, async () => {
     /** @type {Record<string, string>} */
@@ -102,7 +105,8 @@ export function openControls(endpoint, afterSave) {
         throw new ApiError(0, 'The filter is not valid JSON.');
       }
     }
-    await api('PATCH', `/endpoints/${encodeURIComponent(endpoint.id)}`, { headers: map, ordering: ordering.value, rate_limit_per_s: limit, filter: match });
+    const credentials = readCredentials(dialog, endpoint);
+    await api('PATCH', `/endpoints/${encodeURIComponent(endpoint.id)}`, { headers: map, ordering: ordering.value, rate_limit_per_s: limit, filter: match, ...credentials });
     dialog.close();
     // Said once the list holds the saved endpoint, so what is opened next shows the change.
     await afterSave();

@@ -2,12 +2,15 @@
 /**
  * Endpoints: the paged list (`GET /api/v1/endpoints`) with each one's health
  * (`GET /api/v1/endpoints/{id}/stats`) and its actions: deliveries, test, recover, replay, rotate
- * secret, controls (headers, ordering, rate limit), charts, enable and disable.
+ * secret, controls (headers, ordering, rate limit, filter, credentials), charts, enable and
+ * disable. A row shows the endpoint's OAuth2 client and client certificate, and warns from 14
+ * days before the certificate expires.
  */
 import { query } from './api.js';
 import { showEndpointCharts } from './charts.js';
 import { byId, h, replace, time } from './dom.js';
 import { filterByEndpoint, loadDeliveries, openDelivery } from './deliveries.js';
+import { credentialsSummary } from './endpoint-credentials.js';
 import { openControls, openRecover, openReplay, openRotate } from './endpoint-dialogs.js';
 import { clearMessages, inlineError, showError, showNotice } from './messages.js';
 import { api, canChange } from './session.js';
@@ -89,6 +92,7 @@ function endpointRow(endpoint, health) {
       endpoint.signature_scheme === 'ed25519'
         ? h('div', { class: 'muted small public-key', title: 'Standard Webhooks v1a: the receiver verifies with this public key' }, `ed25519 · ${endpoint.public_key}`)
         : null,
+      credentialsSummary(endpoint),
     ),
     h(
       'td',

@@ -47,6 +47,47 @@ const orderingSchema = {
   description: '`fifo`: one delivery at a time, in the order the events were made (default `unordered`).',
 } as const;
 
+// Their rules (fields, masking, origins, PEM parsing, https) are shared/operations' own, with messages naming the field.
+const auth = Joi.object().unknown(true).allow(null);
+const clientCertificate = Joi.object().unknown(true).allow(null);
+const authSchema = {
+  type: 'object',
+  nullable: true,
+  required: ['type', 'token_url', 'client_id', 'client_secret'],
+  additionalProperties: false,
+  properties: {
+    type: { type: 'string', enum: ['oauth2_client_credentials'] },
+    token_url: { type: 'string', format: 'uri', maxLength: 2048, description: 'The token endpoint (http or https; https in production unless allowlisted).' },
+    client_id: { type: 'string', minLength: 1, maxLength: 1024 },
+    client_secret: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 1024,
+      description: 'Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin.',
+    },
+    scope: { type: 'string', maxLength: 1024, nullable: true, description: 'Space-separated scopes (RFC 6749 §3.3).' },
+    audience: { type: 'string', maxLength: 2048, nullable: true, description: 'Sent as `audience` in the token request, for servers that want it.' },
+  },
+  description:
+    'OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it.',
+} as const;
+const clientCertificateSchema = {
+  type: 'object',
+  nullable: true,
+  required: ['cert', 'key'],
+  additionalProperties: false,
+  properties: {
+    cert: { type: 'string', maxLength: 16384, description: 'PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain.' },
+    key: {
+      type: 'string',
+      maxLength: 16384,
+      description: 'Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key).',
+    },
+  },
+  description:
+    'A client certificate the worker presents for mutual TLS to the endpoint\'s own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it.',
+} as const;
+
 const signatureSchemeSchema = {
   type: 'string',
   enum: ['hmac-sha256', 'ed25519'],
@@ -54,7 +95,7 @@ const signatureSchemeSchema = {
     '`hmac-sha256` (default): X-Signature and Standard Webhooks `v1`. `ed25519`: Standard Webhooks `v1a` asymmetric signatures, no X-Signature; the endpoint gets a key pair and its receiver verifies with the `whpk_` public key. Set on create.',
 } as const;
 
-/** `POST /endpoints` `{url, events?, description?, headers?, ordering?, rate_limit_per_s?, filter?, signature_scheme?, secret?}`. */
+/** `POST /endpoints` `{url, events?, description?, headers?, ordering?, rate_limit_per_s?, filter?, signature_scheme?, secret?, auth?, client_certificate?}`. */
 export const createEndpointBody = validatedBy(
   {
     type: 'object',
@@ -69,6 +110,8 @@ export const createEndpointBody = validatedBy(
       rate_limit_per_s: rateLimitSchema,
       filter: filterSchema,
       signature_scheme: signatureSchemeSchema,
+      auth: authSchema,
+      client_certificate: clientCertificateSchema,
       secret: {
         type: 'string',
         minLength: 1,
@@ -88,12 +131,14 @@ export const createEndpointBody = validatedBy(
     filter,
     signature_scheme: Joi.string().valid('hmac-sha256', 'ed25519'),
     secret: Joi.string().min(1).max(1024),
+    auth,
+    client_certificate: clientCertificate,
   })
     .required()
     .unknown(false),
 );
 
-/** `PATCH /endpoints/{id}` `{url?, events?, description?, active?, headers?, ordering?}`, at least one. */
+/** `PATCH /endpoints/{id}` `{url?, events?, description?, active?, headers?, ordering?, rate_limit_per_s?, filter?, auth?, client_certificate?}`, at least one. */
 export const updateEndpointBody = validatedBy(
   {
     type: 'object',
@@ -108,9 +153,14 @@ export const updateEndpointBody = validatedBy(
       ordering: orderingSchema,
       rate_limit_per_s: rateLimitSchema,
       filter: filterSchema,
+      auth: authSchema,
+      client_certificate: clientCertificateSchema,
     },
   },
-  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering, rate_limit_per_s: rateLimitPerS, filter }).min(1).required().unknown(false),
+  Joi.object({ url, events, description, active: Joi.boolean(), headers, ordering, rate_limit_per_s: rateLimitPerS, filter, auth, client_certificate: clientCertificate })
+    .min(1)
+    .required()
+    .unknown(false),
 );
 
 /** `POST /endpoints/{id}/rotate-secret` `{overlap_hours?}`. */
@@ -176,6 +226,8 @@ export interface CreateEndpointBody {
   filter?: Record<string, unknown> | null;
   signature_scheme?: 'hmac-sha256' | 'ed25519';
   secret?: string;
+  auth?: Record<string, unknown> | null;
+  client_certificate?: Record<string, unknown> | null;
 }
 
 export interface UpdateEndpointBody {
@@ -187,4 +239,6 @@ export interface UpdateEndpointBody {
   ordering?: 'unordered' | 'fifo';
   rate_limit_per_s?: number | null;
   filter?: Record<string, unknown> | null;
+  auth?: Record<string, unknown> | null;
+  client_certificate?: Record<string, unknown> | null;
 }

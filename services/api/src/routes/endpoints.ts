@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import {
   EndpointNotFoundError,
+  type EndpointRules,
   createEndpoint,
   deleteEndpoint,
   getEndpoint,
@@ -49,6 +50,8 @@ export interface EndpointRoutesOptions {
   readCircuit: (endpointId: number) => Promise<CircuitState>;
   /** WEBHOOK_RETENTION_DAYS: how far back a replay may reach. */
   retentionDays: number;
+  /** The deployment's endpoint rules (shared/operations `endpointRulesOf`: https for auth in production). */
+  endpointRules: EndpointRules;
 }
 
 type IdParams = { Params: { id: string } };
@@ -59,7 +62,7 @@ const TAGS = ['endpoints'];
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
  * change, delete, rotate-secret, test, recover, replay and stats (with its series for charts).
  */
-export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, lists, queue, readCircuit, retentionDays }) => {
+export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (app, { db, lists, queue, readCircuit, retentionDays, endpointRules }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   app.setErrorHandler(handleOperationsError);
   const deps = { db, queue };
@@ -88,13 +91,12 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
     },
     async (request, reply) => {
       const viewer = visibilityFor(request, 'endpoints:write');
-      const { rate_limit_per_s: rateLimitPerS, signature_scheme: signatureScheme, ...fields } = request.body;
-      const { endpoint, secret } = await createEndpoint(db, {
-        ...fields,
-        rateLimitPerS,
-        signatureScheme,
-        userId: viewer.operator ? null : viewer.userId,
-      });
+      const { rate_limit_per_s: rateLimitPerS, signature_scheme: signatureScheme, client_certificate: clientCertificate, ...fields } = request.body;
+      const { endpoint, secret } = await createEndpoint(
+        db,
+        { ...fields, rateLimitPerS, signatureScheme, clientCertificate, userId: viewer.operator ? null : viewer.userId },
+        endpointRules,
+      );
       return reply.code(201).send({ ...endpoint, secret });
     },
   );
@@ -155,8 +157,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
         db,
         endpointIdOf(request.params.id),
         visibilityFor(request, 'endpoints:write'),
-        { ...request.body, rateLimitPerS: request.body.rate_limit_per_s },
+        { ...request.body, rateLimitPerS: request.body.rate_limit_per_s, clientCertificate: request.body.client_certificate },
         { ...deps, logger: request.log },
+        endpointRules,
       ),
   );
 

@@ -40,7 +40,7 @@ const nullableTime = { type: 'string', format: 'date-time', nullable: true } as 
 /** The endpoint object of DESIGN §11. */
 export const endpointObject = {
   type: 'object',
-  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'filter', 'signature_scheme', 'public_key', 'created_at', 'updated_at'],
+  required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'filter', 'signature_scheme', 'public_key', 'auth', 'client_certificate', 'created_at', 'updated_at'],
   properties: {
     id: { type: 'integer' },
     url: { type: 'string' },
@@ -68,6 +68,30 @@ export const endpointObject = {
       description: '`hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.',
     },
     public_key: { ...nullableString, description: 'An ed25519 endpoint\'s `whpk_` public key; null for HMAC.' },
+    auth: {
+      type: 'object',
+      nullable: true,
+      required: ['type', 'token_url', 'client_id', 'client_secret', 'scope', 'audience'],
+      properties: {
+        type: { type: 'string', enum: ['oauth2_client_credentials'] },
+        token_url: { type: 'string' },
+        client_id: { type: 'string' },
+        client_secret: { type: 'string', description: 'Always "********".' },
+        scope: nullableString,
+        audience: nullableString,
+      },
+      description: 'OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none.',
+    },
+    client_certificate: {
+      type: 'object',
+      nullable: true,
+      required: ['subject', 'not_after'],
+      properties: {
+        subject: { type: 'string', description: 'The certificate\'s subject, e.g. `CN=sender.example`.' },
+        not_after: { ...nullableTime, description: 'When the certificate expires.' },
+      },
+      description: 'The certificate presented for mutual TLS (never its key); null: none.',
+    },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
   },

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import type { ListReader } from '../plugins/list-reader';
 import type { CircuitState } from '../../../../shared/endpoint-gate';
+import type { EndpointRules } from '../../../../shared/operations';
 import type { WebhookQueue } from '../../../../shared/queue';
 import { endpointRoutes } from './endpoints';
 import { eventTypeRoutes } from './event-types';
@@ -17,6 +18,8 @@ export interface OperationsRoutesOptions {
   readCircuit: (endpointId: number) => Promise<CircuitState>;
   /** WEBHOOK_RETENTION_DAYS, the reach of a replay. */
   retentionDays: number;
+  /** What the deployment adds to the endpoint rules (https for auth in production). */
+  endpointRules: EndpointRules;
 }
 
 /** Every route of the operations API (DESIGN §11), mounted under /api/v1 in both layouts. */
