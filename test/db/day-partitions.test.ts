@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { QueryTypes } from 'sequelize';
 import { createRetention } from '../../services/webhook-worker/src/retention';
-import { claimStatement } from '../../services/webhook-worker/src/delivery-store';
+import { claimStatement } from '../../shared/deliveries/claim';
 import { createDatabase, Database } from '../../shared/db';
 import { createMigrator } from '../../shared/db/migrate';
 import { withRawConnection } from '../../shared/db/raw-query';

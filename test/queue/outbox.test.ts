@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { QueryTypes } from 'sequelize';
 import Redis from 'ioredis';
-import { claimStatement } from '../../services/webhook-worker/src/delivery-store';
+import { claimStatement } from '../../shared/deliveries/claim';
 import { markEnqueued } from '../../shared/deliveries/enqueued-mark';
 import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
 import { createRedis } from '../../shared/redis';

@@ -1,13 +1,15 @@
 import { ConnectionError, QueryTypes, Sequelize } from 'sequelize';
 import { isDatabaseUnavailable, type DeliveryStatus, type EndpointAuth } from '../../../shared/db';
 import { createGroupCommit } from '../../../shared/db/group-commit';
-import { RawStatement, rawQuery } from '../../../shared/db/raw-query';
+import { rawQuery } from '../../../shared/db/raw-query';
 import { announceExhausted } from '../../../shared/deliveries/delivery-exhausted';
-import { announceFailing, closeEpisode, failedAttemptSet } from '../../../shared/deliveries/episodes';
-import { disableEndpoint, disablesEndpoint } from './endpoint-disable';
+import { announceFailing, closeEpisode } from '../../../shared/deliveries/episodes';
+import { AHEAD_IN_LINE, claimStatement, type ClaimRow } from '../../../shared/deliveries/claim';
+import { disableEndpoint } from '../../../shared/deliveries/endpoint-disable';
+import { RECORD, RECORD_SUCCESSES, type RecordRow } from '../../../shared/deliveries/record';
 import { DeliveryGoneError } from './errors';
 import type { HmacAlgo } from '../../../shared/webhook/signing';
-import { findById, findByIds, keyOf, keyOfId, keyRange, keysAt, keysOf } from '../../../shared/db/partitions';
+import { findById, findByIds, keyOf, keyOfId, keyRange, keysAt } from '../../../shared/db/partitions';
 
 /** A delivery claimed for one attempt, with its endpoint's current (and rotating-out) secret. */
 export interface ClaimedDelivery {
@@ -130,150 +132,6 @@ export interface DeliveryStore {
   circuitOpened(endpointId: number): Promise<string[]>;
   /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
   failWithoutAttempt(deliveryId: string, reason: string): Promise<void>;
-}
-
-interface ClaimRow {
-  id: string;
-  event_id: string | null;
-  created_at: Date;
-  endpoint_id: number | null;
-  url: string;
-  method: string;
-  body: string | null;
-  headers: Record<string, string>;
-  secret: string | null;
-  algo: HmacAlgo;
-  signature_header: string;
-  attempts: number;
-  endpoint_secret: string | null;
-  endpoint_headers: Record<string, string> | null;
-  endpoint_rate_limit_per_s: number | null;
-  endpoint_previous_secret: string | null;
-  endpoint_active: boolean | null;
-  endpoint_deleted: boolean;
-  one_shot: boolean;
-  sequence: string | null;
-  endpoint_url: string | null;
-  endpoint_auth: EndpointAuth | null;
-  endpoint_client_cert: string | null;
-  endpoint_client_key: string | null;
-}
-
-/**
- * An earlier delivery of w's FIFO endpoint has not finished (a one-shot redelivery never holds
- * the line). Such a row may be of any day: the migration's PL/pgSQL function probes every
- * partition's partial index on a plan of its own, so the claim's planning stays one partition's.
- */
-const AHEAD_IN_LINE = `webhook_fifo_ahead(w.endpoint_id, w.sequence)`;
-
-// The worker's hot statements are prepared (named): planning their CTEs cost PostgreSQL twice
-// what running them did. Their plans join on primary keys, whatever a batch's size.
-// $1 the delivery ids, $2 for each whether it is one-shot (a redelivery or recovery), $3 and $4
-// the range of their partition keys (shared/db/partitions.ts), so the plan holds only their
-// day's partitions. An event shares its deliveries' millisecond, so the same range finds it;
-// a replay's delivery is younger than its event, whose body is then read apart. A claimed row
-// is marked enqueued (its job ran), as the api's mark skips rows a claim holds.
-const CLAIM_BATCH = {
-  name: 'webhook_worker_claim',
-  text: `
-  WITH c AS (
-    SELECT * FROM unnest($1::text[], $2::boolean[]) AS c(id, one_shot)
-  ), d AS (
-    UPDATE webhook_deliveries w SET status = 'delivering', enqueued_at = COALESCE(w.enqueued_at, now()), updated_at = now()
-      FROM c
-     WHERE w.id = c.id AND ${keyRange('w.created_at', '$3', '$4')} AND w.status IN ('pending', 'delivering')
-       AND (c.one_shot OR w.one_shot OR w.next_attempt_at IS NULL OR w.next_attempt_at <= now() + interval '1 second')
-       AND (c.one_shot OR w.one_shot OR w.sequence IS NULL OR NOT ${AHEAD_IN_LINE})
-    RETURNING w.id, w.created_at, w.endpoint_id, w.url, w.method, w.body AS legacy_body, w.event_id, w.headers, w.secret, w.algo, w.signature_header, w.attempts,
-              w.endpoint_deleted, (c.one_shot OR w.one_shot) AS one_shot, w.sequence
-  )
-  SELECT d.*, COALESCE(d.legacy_body, ev.body) AS body, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
-         e.active AS endpoint_active, e.url AS endpoint_url, e.auth AS endpoint_auth, e.client_cert AS endpoint_client_cert, e.client_key AS endpoint_client_key,
-         CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
-    FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      LEFT JOIN webhook_events ev ON ev.id = d.event_id AND ${keyRange('ev.created_at', '$3', '$4')}`,
-};
-
-/** The endpoint is disabled by this attempt: 410 ($10), or failing (and unchanged) for longer than $11 seconds. */
-const DISABLES = disablesEndpoint('e', { succeeded: '$9::boolean', goneReason: '$10::text', disableAfterS: '$11::int' });
-
-/** What {@link RECORD} answers. */
-interface RecordRow {
-  disable_due: boolean;
-  found: boolean;
-  /** The attempt row was written now (not a duplicate). */
-  attempted: boolean;
-  /** A success's endpoint has this episode open: close it. */
-  open_episode: string | null;
-}
-
-// Data-modifying CTEs always run, so the attempt, the endpoint's failure episode and the
-// delivery change in one round trip. A success writes no endpoint row here: it reports the
-// episode it finds open, which the store then closes. Disabling the endpoint is left to
-// endpoint-disable.ts, which this statement reports as due. A duplicate attempt number (a job
-// re-run after a crash mid-record) is ignored and counts no failure. No foreign key ties an
-// attempt to its delivery (DESIGN §3): the attempt is written only for a delivery the
-// statement found, and none (a delivery gone meanwhile) is reported.
-const RECORD = {
-  name: 'webhook_worker_record',
-  text: `
-  WITH delivery AS (
-    UPDATE webhook_deliveries
-       SET status = $7::text, attempts = GREATEST(attempts, $2), next_attempt_at = $8::timestamptz,
-           last_status_code = $3::int, last_error = $4::text, one_shot = false,
-           delivered_at = CASE WHEN $7::text = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
-     WHERE id = $1 AND ${keyOfId('created_at', '$14')}
-    RETURNING id
-  ), attempt AS (
-    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, error, duration_ms, response_body, delivery_created_at)
-    SELECT $1, $2, $3::int, $4::text, $5, $6::text, $13::timestamptz FROM delivery
-    ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
-    RETURNING 1
-  ), health AS (
-    UPDATE webhook_endpoints e SET ${failedAttemptSet('e', { statusCode: '$3::int', error: '$4::text' })}
-     WHERE e.id = $12::int AND NOT $9::boolean AND EXISTS (SELECT 1 FROM attempt)
-  )
-  SELECT COALESCE((SELECT ${DISABLES} FROM webhook_endpoints e WHERE e.id = $12::int), false) AS disable_due,
-         EXISTS (SELECT 1 FROM delivery) AS found, EXISTS (SELECT 1 FROM attempt) AS attempted,
-         (SELECT e.episode_id FROM webhook_endpoints e WHERE e.id = $12::int AND $9::boolean) AS open_episode`,
-};
-
-// The common case, a 2xx, for a batch of attempts at once: $1..$6 one array entry per
-// attempt. A success never disables an endpoint and writes no endpoint row: it reports its
-// endpoint's open failure episode, if any, which the store then closes (a healthy endpoint
-// costs a primary-key read in this same statement).
-const RECORD_SUCCESSES = {
-  name: 'webhook_worker_record_successes',
-  text: `
-  WITH r AS (
-    SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::text[], $6::int[], $7::timestamptz[])
-      AS r(delivery_id, attempt_number, status_code, duration_ms, response_body, endpoint_id, delivery_created_at)
-  ), done AS (
-    UPDATE webhook_deliveries w
-       SET status = 'succeeded', attempts = GREATEST(w.attempts, r.attempt_number), next_attempt_at = NULL,
-           last_status_code = r.status_code, last_error = NULL, one_shot = false, delivered_at = now(), updated_at = now()
-      FROM r
-     WHERE w.id = r.delivery_id AND ${keyRange('w.created_at', '$8', '$9')}
-    RETURNING w.id
-  ), attempt AS (
-    INSERT INTO webhook_attempts (delivery_id, attempt_number, status_code, duration_ms, response_body, delivery_created_at)
-    SELECT r.delivery_id, r.attempt_number, r.status_code, r.duration_ms, r.response_body, r.delivery_created_at FROM r JOIN done ON done.id = r.delivery_id
-    ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
-  )
-  SELECT done.id, e.episode_id FROM done JOIN r ON r.delivery_id = done.id LEFT JOIN webhook_endpoints e ON e.id = r.endpoint_id`,
-};
-
-/**
- * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
- * tests can show its plan holds only the batch's day partitions (DESIGN §3).
- *
- * @param keys - the partition keys to bind; default the ids' own ({@link keysOf})
- */
-export function claimStatement(
-  claims: readonly { deliveryId: string; oneShot: boolean }[],
-  keys: [Date | null, Date | null] = keysOf(claims.map((claim) => claim.deliveryId)),
-): RawStatement {
-  return { ...CLAIM_BATCH, values: [claims.map((claim) => claim.deliveryId), claims.map((claim) => claim.oneShot), ...keys] };
 }
 
 function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {

@@ -1,6 +1,6 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
-import { EPISODE_COLUMNS, EpisodeRow, disabledSet, endpointEventData } from '../../../shared/deliveries/episodes';
-import { insertOperationalEvent } from '../../../shared/deliveries/operational-events';
+import { EPISODE_COLUMNS, EpisodeRow, disabledSet, endpointEventData } from './episodes';
+import { insertOperationalEvent } from './operational-events';
 
 /** SQL expressions of the attempt that may disable an endpoint, for {@link disablesEndpoint}. */
 export interface DisableTerms {
