@@ -94,7 +94,7 @@ export function runSigningBench(settings: BenchSettings): Section {
   };
 }
 
-/** A Luminova envelope (DESIGN §7) of exactly `bytes` bytes, as the worker would send it. */
+/** A Luminova envelope (docs/design.md §7) of exactly `bytes` bytes, as the worker would send it. */
 export function envelopeOfSize(bytes: number): string {
   const build = (text: string) =>
     serializeEnvelope(

@@ -1,6 +1,6 @@
 'use strict';
 
-/** users: DESIGN §3. user_id is the spec's "integer, length 5", enforced by a CHECK. */
+/** users: docs/design.md §3. user_id is the spec's "integer, length 5", enforced by a CHECK. */
 module.exports = {
   async up(queryInterface) {
     await queryInterface.sequelize.query(`

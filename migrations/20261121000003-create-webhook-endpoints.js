@@ -1,6 +1,6 @@
 'use strict';
 
-/** webhook_endpoints: DESIGN §3. An empty events array subscribes to every event. */
+/** webhook_endpoints: docs/design.md §3. An empty events array subscribes to every event. */
 module.exports = {
   async up(queryInterface) {
     await queryInterface.sequelize.query(`

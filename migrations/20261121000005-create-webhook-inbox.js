@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * webhook_inbox: the receiver's dedupe table (DESIGN §3). webhook_id is the sender's
+ * webhook_inbox: the receiver's dedupe table (docs/design.md §3). webhook_id is the sender's
  * webhook-id, or the sha256 of the body when the sender gives none.
  */
 module.exports = {

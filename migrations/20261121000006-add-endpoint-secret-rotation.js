@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Secret rotation of webhook_endpoints (DESIGN §7): after a rotation the worker signs with
+ * Secret rotation of webhook_endpoints (docs/design.md §7): after a rotation the worker signs with
  * `secret` and, until `previous_secret_expires_at`, also with `previous_secret`, so receivers
  * can switch to the new secret at their own pace. The two columns are set and cleared together.
  */

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * DESIGN §15: a request that died with its Idempotency-Key claimed must not block the key for
+ * docs/design.md §15: a request that died with its Idempotency-Key claimed must not block the key for
  * 24 h. `lease_expires_at` is how long the claim holds without news from the process that
  * runs it (renewed while it runs, at most 60 s ahead); once past, a retry takes the claim
  * over. `post_pid` is written in the same statement that creates the post, so the retry

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Events stored once (DESIGN §3, revision 3). `webhook_events` holds one row per event made:
+ * Events stored once (docs/design.md §3, revision 3). `webhook_events` holds one row per event made:
  * a post change, a fan-out of POST /api/v1/events, an ad-hoc send, a test, an operator
  * notice; its `body` is the exact bytes every delivery of the event sends. A delivery
  * references its event (`event_id`) and no longer holds a copy of the body, so an event fanned

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Day partitions (DESIGN §3, revision 3, storage at scale). `webhook_events` and
+ * Day partitions (docs/design.md §3, revision 3, storage at scale). `webhook_events` and
  * `webhook_deliveries` become range-partitioned by UTC day of `created_at`, `webhook_attempts`
  * by its delivery's `created_at` (the new `delivery_created_at`), so a delivery and its
  * attempts share a day and retention drops whole days (§11).

@@ -88,7 +88,7 @@ export async function runDatabaseCli(
 }
 
 /**
- * Tells running api processes to drop what they cached about the credential (DESIGN §4). The
+ * Tells running api processes to drop what they cached about the credential (docs/design.md §4). The
  * change is already committed; should Redis be away, processes whose subscription is down read
  * PostgreSQL anyway, and cached entries expire within a minute, which the warning says.
  */

@@ -1,4 +1,4 @@
-/** One long-running process that `npm start` runs (DESIGN §1, §9). */
+/** One long-running process that `npm start` runs (docs/design.md §1, §9). */
 export interface ServiceDefinition {
   /** Log prefix, and the service's name in docker-compose.yml. */
   name: string;

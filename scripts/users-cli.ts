@@ -10,7 +10,7 @@ const USAGE = `usage:
   npm run users -- revoke --user-id N                             remove the user's token`;
 
 /**
- * Manages API users and their bearer tokens (DESIGN §4). Only the sha256 of a token is
+ * Manages API users and their bearer tokens (docs/design.md §4). Only the sha256 of a token is
  * stored; the token itself is printed once, in one JSON line on stdout.
  *
  * `--help` prints the usage on stdout.

@@ -3,7 +3,7 @@
 const { createHash } = require('node:crypto');
 
 /**
- * Two users for local use only (DESIGN §4): user 1 with token dev-token-user-1 and no
+ * Two users for local use only (docs/design.md §4): user 1 with token dev-token-user-1 and no
  * quota, user 2 with token dev-token-user-2 and a quota of 1000. Only token hashes are stored.
  * Seeded only outside production (NODE_ENV not `production`) or with SEED_DEMO=true: a
  * production database gets generated credentials instead (see the credentials seeder).

@@ -3,7 +3,7 @@
 const { createHash, randomBytes } = require('node:crypto');
 
 /**
- * Credentials by environment (DESIGN §4, "Seeding").
+ * Credentials by environment (docs/design.md §4, "Seeding").
  *
  * Outside production (NODE_ENV not `production`), or with SEED_DEMO=true: the development
  * service key `sk_dev_local_only_do_not_deploy_0123456789abcdefg` with scope `*` (users 1 and

@@ -6,14 +6,14 @@ import { parseFrameAncestors } from './frame-ancestors';
 export type ServiceName = 'api' | 'receiver' | 'worker' | 'cli';
 export type HmacAlgo = 'sha256' | 'sha384' | 'sha512';
 
-/** The whole runtime configuration, validated once at start (DESIGN §2). */
+/** The whole runtime configuration, validated once at start (docs/design.md §2). */
 export interface Config {
   nodeEnv: string;
   service: ServiceName;
   databaseUrl: string;
   /**
    * A streaming replica the operations API's lists and stats read (DATABASE_REPLICA_URL,
-   * DESIGN §13); undefined = every read on the primary.
+   * docs/design.md §13); undefined = every read on the primary.
    */
   databaseReplicaUrl?: string;
   /**
@@ -64,7 +64,7 @@ export interface Config {
   webhookPrivateAllowlist: string[];
   /**
    * `http://[user:password@]host:port` of the forward proxy every delivery leaves through
-   * (WEBHOOK_PROXY_URL, DESIGN §14); undefined = deliveries connect directly. It holds the
+   * (WEBHOOK_PROXY_URL, docs/design.md §14); undefined = deliveries connect directly. It holds the
    * proxy's credentials: log {@link Config} fields one by one, never this one whole.
    */
   webhookProxyUrl?: string;
@@ -85,19 +85,19 @@ export interface Config {
   outboxReviveAfterMs: number;
   /**
    * How often every api and worker checks the day partitions ahead, and a worker its daily
-   * schedules in Redis, ms (DESIGN §3: at least once a minute).
+   * schedules in Redis, ms (docs/design.md §3: at least once a minute).
    */
   maintenanceIntervalMs: number;
   /** Requests per minute per principal (per IP before auth); 0 = off. */
   rateLimitPerMin: number;
-  /** How long an Idempotency-Key claim holds without renewal, ms (DESIGN §15: at most 60 s). */
+  /** How long an Idempotency-Key claim holds without renewal, ms (docs/design.md §15: at most 60 s). */
   idempotencyLeaseMs: number;
   /** Receiver: accept deliveries carrying only X-Signature (then dedupe every body by its sha256). */
   receiverAcceptXSignatureOnly: boolean;
   /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
   redisClusterNodes: { host: string; port: number }[];
   /**
-   * `host:port` of Redis Sentinels (DESIGN §13, revision 4); empty = no Sentinel. With them,
+   * `host:port` of Redis Sentinels (docs/design.md §13, revision 4); empty = no Sentinel. With them,
    * every connection reaches the primary they name `redisSentinelName`, and `redisUrl` lends
    * only its db, user, password and TLS.
    */
@@ -111,13 +111,13 @@ export interface Config {
   /** Reach the Sentinels over TLS (the data nodes' TLS comes from `rediss://` in redisUrl). */
   redisSentinelTls: boolean;
   /**
-   * BullMQ queues the deliveries are spread over, 1..64 (DESIGN §13): with more than one,
+   * BullMQ queues the deliveries are spread over, 1..64 (docs/design.md §13): with more than one,
    * partition i's keys carry the hash tag `{webhooks-<i>}` after the prefix.
    */
   webhookQueuePartitions: number;
   /**
    * Origins that may embed the portal page `/portal` in an iframe, beside the api's own
-   * (PORTAL_FRAME_ANCESTORS, DESIGN §11); empty: the api's own origin only.
+   * (PORTAL_FRAME_ANCESTORS, docs/design.md §11); empty: the api's own origin only.
    */
   portalFrameAncestors: string[];
   /** Seed the fixed development credentials even with NODE_ENV=production. */
@@ -261,7 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     redisPrefix: value.REDIS_PREFIX,
     apiLayout: value.API_LAYOUT,
     // Outside production the public development credentials are seeded and the SSRF guard is
-    // off, so a local start stays on loopback; containers set HOST=0.0.0.0 themselves (DESIGN §2).
+    // off, so a local start stays on loopback; containers set HOST=0.0.0.0 themselves (docs/design.md §2).
     host: value.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     port,
     appUrl: String(value.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),

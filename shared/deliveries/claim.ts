@@ -4,7 +4,7 @@ import type { RawStatement } from '../db/raw-query';
 import type { HmacAlgo } from '../webhook/signing';
 
 /**
- * The worker's claim of a batch of deliveries (DESIGN §3, §6): `pending` (or a stalled
+ * The worker's claim of a batch of deliveries (docs/design.md §3, §6): `pending` (or a stalled
  * `delivering`) rows whose time has come and that no earlier delivery of their FIFO line holds
  * back become `delivering`, read with their event's body and their endpoint's signing and
  * sending settings.
@@ -75,7 +75,7 @@ const CLAIM_BATCH = {
 
 /**
  * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
- * tests can show its plan holds only the batch's day partitions (DESIGN §3).
+ * tests can show its plan holds only the batch's day partitions (docs/design.md §3).
  *
  * @param keys - the partition keys to bind; default the ids' own ({@link keysOf})
  */

@@ -1,7 +1,7 @@
 import { serializeEnvelope } from '../webhook/signing';
 
 /**
- * The envelope of `data` (DESIGN §7, exactly as serializeEnvelope writes it) cut around the
+ * The envelope of `data` (docs/design.md §7, exactly as serializeEnvelope writes it) cut around the
  * values of `holes`, for a statement that only learns those values while it runs (a pid from a
  * sequence, timestamps from now()): the envelope is `pieces[0] + JSON of data[holes[0]] +
  * pieces[1] + ...`. Each hole is cut at a placeholder string holding a NUL character, which no

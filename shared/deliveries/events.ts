@@ -3,7 +3,7 @@ import { createdAtOf } from '../db/partitions';
 import { newEventId } from '../webhook/ids';
 
 /**
- * What made an event (DESIGN §3 `webhook_events.kind`): a post change, a fan-out of
+ * What made an event (docs/design.md §3 `webhook_events.kind`): a post change, a fan-out of
  * `POST /api/v1/events`, an ad-hoc send, an endpoint test, an operational event such as
  * `endpoint.disabled` (§6 rev 4; rows made before it say `notice`). Replay (§14) considers
  * post changes and fan-outs only.
@@ -16,7 +16,7 @@ export interface SingleDelivery {
   id: string;
   kind: Extract<EventKind, 'send' | 'test'>;
   event: string;
-  /** The exact bytes to send (the DESIGN §7 envelope). */
+  /** The exact bytes to send (the docs/design.md §7 envelope). */
   body: string;
   endpointId: number | null;
   /** The delivery's owner (who may read and redeliver it), also recorded on the event. */
@@ -37,7 +37,7 @@ export interface SingleDelivery {
  * @returns the event id
  */
 export async function insertSingleDelivery(sequelize: Sequelize, delivery: SingleDelivery, transaction?: Transaction): Promise<string> {
-  // The event shares its delivery's millisecond, so both rows live in one day partition (DESIGN §3).
+  // The event shares its delivery's millisecond, so both rows live in one day partition (docs/design.md §3).
   const createdAt = createdAtOf(delivery.id);
   const eventId = newEventId(createdAt.getTime());
   await sequelize.query(

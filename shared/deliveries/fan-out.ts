@@ -7,9 +7,9 @@ import { newIdAtSql, newIdSql } from './ids';
 import { receivesEvent } from './subscription';
 import type { DeliveryJob } from '../queue/webhook-queue';
 
-/** One event to fan out to the endpoints subscribed to it (DESIGN §6 ownership, §11 `POST /events`). */
+/** One event to fan out to the endpoints subscribed to it (docs/design.md §6 ownership, §11 `POST /events`). */
 export interface EventFanOut {
-  /** What made the event: a post change, a `POST /events` fan-out, or the system (DESIGN §6 rev 4). */
+  /** What made the event: a post change, a `POST /events` fan-out, or the system (docs/design.md §6 rev 4). */
   kind: Extract<EventKind, 'post' | 'fan-out' | 'operational'>;
   event: string;
   /**
@@ -27,12 +27,12 @@ export interface EventFanOut {
 }
 
 /**
- * Writes the event's `webhook_events` row (DESIGN §3: its body stored once, also when nobody
+ * Writes the event's `webhook_events` row (docs/design.md §3: its body stored once, also when nobody
  * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per
  * endpoint that receives the event (subscription.ts: active, subscribed,
  * operator or the owner's own, filter), inside `transaction`, with `enqueued_at` NULL (the
  * caller queues them after commit, or the outbox relay does). Each row belongs to its
- * endpoint's owner (`user_id`, null for an operator endpoint). The body is the DESIGN §7
+ * endpoint's owner (`user_id`, null for an operator endpoint). The body is the docs/design.md §7
  * envelope, serialised once.
  *
  * @returns the new delivery ids (webhook-ids), in endpoint id order; none when nobody subscribes
@@ -49,7 +49,7 @@ const RECEIVES = receivesEvent('ep', { kind: '$5::text', event: '$1::text', owne
 export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
   const body = eventEnvelope(fanOut.event, fanOut.data);
   // One round trip: the ids are drawn by PostgreSQL, the deliveries' at their event's
-  // millisecond, so all rows share its day partition (DESIGN §3). The writing request's trace
+  // millisecond, so all rows share its day partition (docs/design.md §3). The writing request's trace
   // travels in the row, so a revived job still joins it.
   const rows = await sequelize.query<{ id: string; endpoint_id: number }>(
     `WITH ev AS (
@@ -78,7 +78,7 @@ export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction:
  * announce (a group commit of creates needs no BEGIN/COMMIT then: one statement is atomic).
  * Append them, after a comma, to a WITH whose earlier CTE `source` has one row per event:
  * `ord` (bigint, unique per event), `owner_id` (int; see {@link EventFanOut.ownerUserId}),
- * `traceparent` (text or NULL) and `body` (its DESIGN §7 envelope, see envelope-pieces.ts).
+ * `traceparent` (text or NULL) and `body` (its docs/design.md §7 envelope, see envelope-pieces.ts).
  * One outbox row per endpoint that receives the event, as {@link insertEventDeliveries}
  * writes, `enqueued_at` NULL. They define `fan_by_event`: per `ord` with deliveries, `delivery_ids` and `endpoint_ids` in endpoint id
  * order; read them with {@link jobsOfEvent}.

@@ -1,5 +1,5 @@
 /**
- * The operational events the system emits (DESIGN §6 rev 4): about an endpoint
+ * The operational events the system emits (docs/design.md §6 rev 4): about an endpoint
  * (`endpoint.failing`, `endpoint.disabled`, `endpoint.recovered`) or a delivery given up
  * (`delivery.exhausted`). Each is in the event catalog (§11). Their names are reserved: no
  * caller may send, publish or add an event type of one of these names.

@@ -2,18 +2,18 @@ import type { Sequelize, Transaction } from 'sequelize';
 import type { DeliveryJob } from '../queue/webhook-queue';
 import { insertEventDeliveryJobs } from './fan-out';
 
-/** The post events of DESIGN §6. */
+/** The post events of docs/design.md §6. */
 export type PostEvent = 'post.created' | 'post.updated' | 'post.deleted';
 
 /**
  * The outbox's write without the enqueue: one `webhook_deliveries` row per active endpoint
  * subscribed to `event`, among the operator endpoints and those of the post's owner
- * (`data.user_id`; DESIGN §6 ownership), inside `transaction`, with `enqueued_at` NULL. A
+ * (`data.user_id`; docs/design.md §6 ownership), inside `transaction`, with `enqueued_at` NULL. A
  * process without a queue (the receiver) records events this way and the api's relay queues
  * them within OUTBOX_RELAY_INTERVAL_MS; the outbox's `record` (shared/queue/outbox.ts) adds the
  * immediate enqueue after commit.
  *
- * @param data - the event data of DESIGN §6 (`pid`, `uuid`, `user_id`, ...)
+ * @param data - the event data of docs/design.md §6 (`pid`, `uuid`, `user_id`, ...)
  * @returns the new delivery ids (webhook-ids), none when no endpoint subscribes
  * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
  */

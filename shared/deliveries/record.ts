@@ -3,7 +3,7 @@ import { disablesEndpoint } from './endpoint-disable';
 import { keyOfId, keyRange } from '../db/partitions';
 
 /**
- * The worker's record of an attempt (DESIGN §3, §6): the attempt row, the delivery's new state
+ * The worker's record of an attempt (docs/design.md §3, §6): the attempt row, the delivery's new state
  * and the endpoint's failure episode in one statement, and a batch of successes in another.
  */
 
@@ -25,7 +25,7 @@ export interface RecordRow {
 // episode it finds open, which the store then closes. Disabling the endpoint is left to
 // endpoint-disable.ts, which this statement reports as due. A duplicate attempt number (a job
 // re-run after a crash mid-record) is ignored and counts no failure. No foreign key ties an
-// attempt to its delivery (DESIGN §3): the attempt is written only for a delivery the
+// attempt to its delivery (docs/design.md §3): the attempt is written only for a delivery the
 // statement found, and none (a delivery gone meanwhile) is reported.
 export const RECORD = {
   name: 'webhook_worker_record',

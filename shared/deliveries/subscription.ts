@@ -9,7 +9,7 @@ export interface EventTerms {
   event: string;
   /** The user whose own endpoints also receive it (integer; NULL: operator endpoints only). */
   owner: string;
-  /** The event's body (text), the DESIGN §7 envelope: filters are matched against its `_data`. */
+  /** The event's body (text), the docs/design.md §7 envelope: filters are matched against its `_data`. */
   body: string;
   /** The endpoint an operational event is about (integer), which never receives it. */
   about?: string;
@@ -21,10 +21,10 @@ export interface EventTerms {
  * fan-outs of every kind, by replay and by operational events alike.
  * - active (a deleted endpoint is inactive too);
  * - subscribed: its `events` lists the event's name, or is empty, which means every event
- *   except the operational ones (DESIGN §6 rev 4: an upgrade must not send new kinds of
+ *   except the operational ones (docs/design.md §6 rev 4: an upgrade must not send new kinds of
  *   events to receivers that never asked);
- * - owned: an operator endpoint (`user_id` NULL), or one of the owner's own (DESIGN §6);
- * - its `filter` (DESIGN §14) matches the envelope's `_data`, the same data fan-out, replay
+ * - owned: an operator endpoint (`user_id` NULL), or one of the owner's own (docs/design.md §6);
+ * - its `filter` (docs/design.md §14) matches the envelope's `_data`, the same data fan-out, replay
  *   and the receiver see; a filter of the wrong shape matches nothing and never raises;
  * - not the endpoint the event is about.
  *

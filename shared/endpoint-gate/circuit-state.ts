@@ -2,10 +2,10 @@ import type { RedisClient } from '../redis';
 import { partitionOf } from '../queue/partitions';
 import { gateKeys } from './gate-keys';
 
-/** A circuit's state as DESIGN §6 and the endpoint stats of §11 name it. */
+/** A circuit's state as docs/design.md §6 and the endpoint stats of §11 name it. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
 
-/** The first opening lasts 30 s; each consecutive one doubles it, up to 10 min (DESIGN §6). */
+/** The first opening lasts 30 s; each consecutive one doubles it, up to 10 min (docs/design.md §6). */
 export const CIRCUIT_OPEN_BASE_MS = 30_000;
 export const CIRCUIT_OPEN_MAX_MS = 600_000;
 /** A circuit's failure count and openings are forgotten after a day without attempts. */

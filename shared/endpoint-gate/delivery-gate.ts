@@ -5,7 +5,7 @@ import { gateKeys } from './gate-keys';
 import { withGateScripts } from './scripts';
 
 /**
- * Where a claimed delivery stands in its endpoint's FIFO line (DESIGN §6, Ordering), which the
+ * Where a claimed delivery stands in its endpoint's FIFO line (docs/design.md §6, Ordering), which the
  * gate records: `unordered` (an unordered endpoint's or an ad-hoc delivery), `head` (the
  * line's head: its claim found nothing earlier unfinished) or `aside` (a redelivery, out of
  * line: the record is left as it is).
@@ -21,7 +21,7 @@ export type GateDecision =
   | { granted: true; probe: boolean; rateLimitPerS: number | null }
   /** `cap`: too many attempts in flight; `open`: the circuit is open; `probing`: a probe is in flight. */
   | { granted: false; reason: 'cap' | 'open' | 'probing'; waitMs: number }
-  /** The endpoint's rate limit reserved the job a slot `waitMs` from now (DESIGN §14). */
+  /** The endpoint's rate limit reserved the job a slot `waitMs` from now (docs/design.md §14). */
   | { granted: false; reason: 'rate'; waitMs: number; limitPerS: number };
 
 /** How an attempt under a lease ended, for the circuit. */
@@ -41,7 +41,7 @@ export interface DeliveryGate {
   /**
    * {@link acquire} for a job that has not claimed its delivery yet (its gate key is in its
    * data). Only the head of a FIFO endpoint's line asks the gate for a rate slot, a lease or the
-   * probe (DESIGN §6, "FIFO with a rate limit or a cap"), so for a FIFO gate key a token other
+   * probe (docs/design.md §6, "FIFO with a rate limit or a cap"), so for a FIFO gate key a token other
    * than the head the gate recorded, and for a gate key whose ordering the gate does not know
    * (nothing recorded for a day, or Redis lost it), the answer is `line` and nothing is taken:
    * the job claims first (the claim tells), then calls {@link acquire}. An open circuit still
@@ -109,7 +109,7 @@ export interface DeliveryGateOptions {
 const LINE_MEMORY_MS = 86_400_000;
 
 /**
- * The per-endpoint concurrency cap and circuit breaker of DESIGN §6, shared by every worker
+ * The per-endpoint concurrency cap and circuit breaker of docs/design.md §6, shared by every worker
  * through Redis: one script call before an attempt and one after it, each shared with the
  * concurrent attempts of this process (group commit: one round trip per batch of leases).
  *
@@ -125,7 +125,7 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
  * The gates of every queue partition of one process ({@link createDeliveryGate}, one per
  * partition) over shared batches. On a Redis Cluster a script may touch one slot only, so each
  * partition batches its own leases; on a single Redis the leases of all partitions share one
- * batch, so spreading endpoints over partitions adds no round trips (DESIGN §13: partitions
+ * batch, so spreading endpoints over partitions adds no round trips (docs/design.md §13: partitions
  * must not cost throughput on a single Redis).
  *
  * @param options - as for one gate; its `partition` is ignored

@@ -3,7 +3,7 @@ import { partitionKeyBase } from '../queue/partitions';
 /**
  * The gate key of a delivery: its endpoint (`e:<id>`), or for an ad-hoc delivery its URL
  * origin (`o:<scheme>://<host>:<port>`), so every delivery to one receiver shares a cap and
- * a circuit (DESIGN §6, "Isolation between endpoints").
+ * a circuit (docs/design.md §6, "Isolation between endpoints").
  */
 export function gateKeyOf(delivery: { endpointId: number | null; url: string }): string {
   if (delivery.endpointId !== null) return `e:${delivery.endpointId}`;

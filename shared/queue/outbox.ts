@@ -41,14 +41,14 @@ export interface Outbox {
   /**
    * Writes one `webhook_deliveries` row per active endpoint subscribed to `event` (an
    * endpoint with no events takes every event), inside the caller's transaction, so the
-   * rows commit or roll back with the post change. The body is the DESIGN §7 envelope
+   * rows commit or roll back with the post change. The body is the docs/design.md §7 envelope
    * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`,
    * serialised once. Only operator endpoints and those of the post's owner (`data.user_id`)
-   * receive it (DESIGN §6 ownership). After commit, without holding up the
+   * receive it (docs/design.md §6 ownership). After commit, without holding up the
    * caller, the rows are added to the queue and marked `enqueued_at`; when Redis is away
    * that is logged and left to the relay, and the caller's commit still succeeds.
    *
-   * @param data - the event data of DESIGN §6 (`pid`, `uuid`, `user_id`, ...)
+   * @param data - the event data of docs/design.md §6 (`pid`, `uuid`, `user_id`, ...)
    * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
    */
   record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
@@ -87,7 +87,7 @@ export interface Outbox {
 }
 
 /**
- * Creates the transactional outbox of DESIGN §6 and its relay.
+ * Creates the transactional outbox of docs/design.md §6 and its relay.
  * Delivery is at-least-once: a row can reach the queue twice, and the BullMQ job id (the
  * delivery id) plus the worker's status check absorb the duplicate.
  */

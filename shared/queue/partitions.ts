@@ -1,7 +1,7 @@
 import { isCluster, type RedisClient } from '../redis';
 
 /**
- * The queue's partitions (DESIGN §13, revision 3). Partition 0 is the unpartitioned queue
+ * The queue's partitions (docs/design.md §13, revision 3). Partition 0 is the unpartitioned queue
  * `webhooks` of a system with WEBHOOK_QUEUE_PARTITIONS=1, whose keys (`<prefix>:webhooks:*`)
  * are today's; partitions 1..N of a system with N > 1 are the queues `{webhooks-<i>}`, each
  * its own hash tag, so a Redis Cluster spreads them over its masters. An endpoint's own keys
@@ -12,7 +12,7 @@ import { isCluster, type RedisClient } from '../redis';
 /** The most partitions WEBHOOK_QUEUE_PARTITIONS admits. */
 export const MAX_QUEUE_PARTITIONS = 64;
 
-/** Name of the BullMQ queue of an unpartitioned system (DESIGN §1): partition 0. */
+/** Name of the BullMQ queue of an unpartitioned system (docs/design.md §1): partition 0. */
 export const WEBHOOK_QUEUE_NAME = 'webhooks';
 
 /**

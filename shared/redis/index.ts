@@ -2,7 +2,7 @@ import Redis, { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
 
 /**
  * Every Redis connection of this system: one Redis (REDIS_URL), the primary a set of Redis
- * Sentinels names (REDIS_SENTINELS), or a Redis Cluster (REDIS_CLUSTER_NODES, DESIGN §13).
+ * Sentinels names (REDIS_SENTINELS), or a Redis Cluster (REDIS_CLUSTER_NODES, docs/design.md §13).
  * All speak the same commands; code that needs more than commands (`nodes()`, `duplicate()`)
  * checks {@link isCluster}.
  */
@@ -17,7 +17,7 @@ export interface RedisTarget {
   redisUrl: string;
   redisClusterNodes?: readonly { host: string; port: number }[];
   /**
-   * Sentinels (DESIGN §13, revision 4): with this list non-empty, connections reach the primary
+   * Sentinels (docs/design.md §13, revision 4): with this list non-empty, connections reach the primary
    * the Sentinels name `redisSentinelName` and follow its failovers; `redisUrl` lends its db,
    * credentials and TLS to the data nodes.
    */
@@ -89,7 +89,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, extra: RedisOp
 
 /**
  * The primary a Sentinel connection uses now, `host:port` as the Sentinels announce it
- * (DESIGN §13: `/ready` and `/metrics` say which); undefined for a connection without
+ * (docs/design.md §13: `/ready` and `/metrics` say which); undefined for a connection without
  * Sentinels or while it is not connected.
  */
 export function redisPrimaryOf(client: RedisClient): string | undefined {

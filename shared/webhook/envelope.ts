@@ -27,7 +27,7 @@ export interface Envelope {
 
 /**
  * Serialises a payload into the Luminova envelope, once; these exact bytes are what gets
- * signed and sent (DESIGN §7):
+ * signed and sent (docs/design.md §7):
  * `{"_data":<payload>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`.
  *
  * The JSON matches PHP's `json_encode($payload, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE)`

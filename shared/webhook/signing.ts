@@ -7,7 +7,7 @@ import { RESERVED_HEADER_NAMES } from './reserved-headers';
 export { EVENT_KEY, SIGN_KEY, parseEnvelope, serializeEnvelope } from './envelope';
 export type { Envelope, EnvelopeConfig } from './envelope';
 
-/** HMAC algorithms the `X-Signature` header may use (DESIGN §7); anything else is refused. */
+/** HMAC algorithms the `X-Signature` header may use (docs/design.md §7); anything else is refused. */
 export const HMAC_ALGOS = ['sha256', 'sha384', 'sha512'] as const;
 export type HmacAlgo = (typeof HMAC_ALGOS)[number];
 
@@ -51,7 +51,7 @@ export function assertAlgo(algo: string): HmacAlgo {
 
 /**
  * Refuses a `whpk_` ed25519 public key where an HMAC key is expected: endpoints publish it for
- * their receivers, so a signature keyed with it is one anyone can forge (DESIGN §8, §14).
+ * their receivers, so a signature keyed with it is one anyone can forge (docs/design.md §8, §14).
  *
  * @throws LogicError when `secret` is a `whpk_` key
  */
@@ -63,7 +63,7 @@ export function assertSharedSecret(secret: string): void {
 
 /**
  * The `X-Signature` value: lowercase hex HMAC-<algo> (RFC 2104) with key = the secret's UTF-8
- * bytes (a `whsec_` secret included, prefix and all) and message = the body bytes (DESIGN §7,
+ * bytes (a `whsec_` secret included, prefix and all) and message = the body bytes (docs/design.md §7,
  * Luminova `hash_hmac($algo, $body, $secret)`).
  *
  * @param body - the exact bytes sent; a string is taken as UTF-8
@@ -116,7 +116,7 @@ export interface VerifyStandardOptions {
 /**
  * Verifies Standard Webhooks headers over the raw body: the `webhook-signature` list is
  * space-separated, `v1` entries are checked against the shared secrets (constant-time) and
- * `v1a` entries against the `whpk_` ed25519 public keys (DESIGN §14), other versions are
+ * `v1a` entries against the `whpk_` ed25519 public keys (docs/design.md §14), other versions are
  * ignored, one match is enough, and `webhook-timestamp` must lie within the tolerance.
  *
  * @param headers - incoming headers holding `webhook-id`, `webhook-timestamp`, `webhook-signature`
@@ -186,10 +186,10 @@ export interface SignedHeadersInput {
 }
 
 /**
- * Every header DESIGN §7 puts on a delivery: `Content-Type: application/json`, the hex
+ * Every header docs/design.md §7 puts on a delivery: `Content-Type: application/json`, the hex
  * signature header, `webhook-id`, `webhook-timestamp` and `webhook-signature`. The body is
  * hashed as it is (a string as UTF-8, never copied), once per HMAC. A `whsk_` secret signs
- * `v1a` (ed25519, DESIGN §14) instead of `v1`, and without the hex header when it is the
+ * `v1a` (ed25519, docs/design.md §14) instead of `v1`, and without the hex header when it is the
  * current secret.
  *
  * @throws LogicError for an empty or badly encoded secret, a `whpk_` public key (which only
@@ -203,7 +203,7 @@ export function signedHeaders(input: SignedHeadersInput): Record<string, string>
   const signatures = secrets
     .map((s) => (isEd25519SecretKey(s) ? signStandardEd25519(id, timestamp, body, s) : standardSignature(id, timestamp, body, standardKey(s))))
     .join(' ');
-  // The hex header needs a shared secret: an ed25519 endpoint's deliveries carry none (DESIGN §14).
+  // The hex header needs a shared secret: an ed25519 endpoint's deliveries carry none (docs/design.md §14).
   if (isEd25519SecretKey(input.secret)) {
     return { 'Content-Type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures };
   }
@@ -218,7 +218,7 @@ export function signedHeaders(input: SignedHeadersInput): Record<string, string>
 
 /**
  * The secret used when none was set: lowercase hex HMAC-<algo>(key = appKey, message = salt),
- * as Luminova's `hash_hmac($algo, $salt, env('app.key'))` (DESIGN §8).
+ * as Luminova's `hash_hmac($algo, $salt, env('app.key'))` (docs/design.md §8).
  *
  * @throws LogicError for an empty app key, a `whpk_` public key (the derived secret would be
  *   anyone's) or an unsupported algorithm
@@ -230,7 +230,7 @@ export function deriveSecret(appKey: string, salt: string, algo: HmacAlgo = 'sha
 }
 
 /**
- * A fresh webhook-id: `msg_` and 22 base64url characters of a UUIDv7 (DESIGN §3: time-ordered,
+ * A fresh webhook-id: `msg_` and 22 base64url characters of a UUIDv7 (docs/design.md §3: time-ordered,
  * 74 random bits). It never contains `:` and is never all digits, so it is also a valid BullMQ
  * job id.
  */

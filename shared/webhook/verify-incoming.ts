@@ -25,7 +25,7 @@ export function matchesEvent(pattern: string | null | undefined, event: string |
 
 /**
  * Parses bytes whose signature already verified and applies the receiving rules Luminova got
- * wrong (DESIGN §10): an envelope without `"app.webhook.signable":1` is refused, and the event
+ * wrong (docs/design.md §10): an envelope without `"app.webhook.signable":1` is refused, and the event
  * check, when a pattern is given, really compares `_config["app.webhook.event"]`.
  *
  * @throws EncryptionError when the body is not an envelope, is not marked signable, or carries
@@ -54,7 +54,7 @@ export interface IncomingPolicy extends VerifyStandardOptions {
    * Accept a webhook that carries only the hex signature header (senders such as Luminova,
    * which have no Standard Webhooks headers). Default false: the Standard Webhooks headers are
    * required, because the hex signature carries no timestamp, so a captured delivery with its
-   * `webhook-*` headers stripped would verify forever (DESIGN §8). A caller that turns this on
+   * `webhook-*` headers stripped would verify forever (docs/design.md §8). A caller that turns this on
    * must dedupe by {@link VerifiedWebhook.bodySha256} for every accepted webhook.
    */
   acceptXSignatureOnly?: boolean;
@@ -70,7 +70,7 @@ export interface VerifiedWebhook extends Envelope {
 }
 
 /**
- * Verifies an incoming webhook over its raw bytes (DESIGN §8, revision 2): with the Standard
+ * Verifies an incoming webhook over its raw bytes (docs/design.md §8, revision 2): with the Standard
  * Webhooks headers (standardwebhooks.com), which are required, so the timestamp window
  * always applies; then {@link acceptEnvelope}. With `policy.acceptXSignatureOnly`, a webhook
  * without any `webhook-*` header is verified with the hex signature header instead

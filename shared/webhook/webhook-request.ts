@@ -39,7 +39,7 @@ export interface WebhookRequestOptions {
   maxResponseBytes?: number;
   /**
    * Agents `send()` connects with, by the target's scheme, instead of Node's global ones: for
-   * example an egress proxy's (the webhook CLI passes WEBHOOK_PROXY_URL's, DESIGN §14). With
+   * example an egress proxy's (the webhook CLI passes WEBHOOK_PROXY_URL's, docs/design.md §14). With
    * them, proxy variables of the environment (`HTTP_PROXY` and the like) are not read.
    */
   agents?: { http: http.Agent; https: http.Agent };
@@ -50,14 +50,14 @@ const client = createWebhookHttpClient();
 /**
  * Builds, signs and sends one webhook, or (through {@link WebhookRequest.listen}) verifies one.
  * The operations are those of Luminova's `Luminova\Http\Webhook` (3.6.7 to 3.8) with its
- * defects fixed (DESIGN §10); the wire format is DESIGN §7.
+ * defects fixed (docs/design.md §10); the wire format is docs/design.md §7.
  *
  * What is signed is always what travels: for `body`, the JSON envelope is the HTTP body; for
  * `form_params` and `multipart`, the envelope is flattened into form fields as PHP's
  * `http_build_query()` does and the signature covers the encoded HTTP body; for `query`, it
  * covers the query string this call appends to the URL.
  *
- * `enqueue()` hands the webhook to the webhook-worker instead (DESIGN §6); it loads the queue
+ * `enqueue()` hands the webhook to the webhook-worker instead (docs/design.md §6); it loads the queue
  * and database modules only when first called, so code that only signs and sends never does.
  */
 export class WebhookRequest {
@@ -347,17 +347,17 @@ export class WebhookRequest {
   }
 
   /**
-   * Queues this webhook for the webhook-worker instead of sending it now (DESIGN §6 and §8;
+   * Queues this webhook for the webhook-worker instead of sending it now (docs/design.md §6 and §8;
    * Luminova sends synchronously only, so this operation is ours). The delivery row is
    * written to PostgreSQL first, then its id is queued in Redis; when Redis is away the call
    * still succeeds and the api's outbox relay queues the row once Redis answers. The worker
-   * retries by the schedule of DESIGN §6 and its own WEBHOOK_TIMEOUT_MS (`setTimeout()` does
+   * retries by the schedule of docs/design.md §6 and its own WEBHOOK_TIMEOUT_MS (`setTimeout()` does
    * not apply), and always sends the envelope as the JSON body.
    *
    * Always signed, whether or not `sign()` was called: receivers reject unsigned bodies
-   * (DESIGN §10), so the envelope is always `{"_data":..,"_config":{"app.webhook.event":..,
+   * (docs/design.md §10), so the envelope is always `{"_data":..,"_config":{"app.webhook.event":..,
    * "app.webhook.signable":1}}` in that key order. The secret is `sign()`'s or `setSecret()`'s;
-   * without one it is derived here, from this instance's app key and salt (DESIGN §8), and
+   * without one it is derived here, from this instance's app key and salt (docs/design.md §8), and
    * stored with the delivery, so `getSecret()` afterwards returns exactly the secret the
    * receiver must verify with, even when the worker's APP_KEY differs. The worker signs each
    * attempt, so an overridden `signPayload()` does not apply here. Each call is a new delivery

@@ -6,7 +6,7 @@ import { createUser } from '../support/factories';
 import { waitFor } from '../support/processes';
 import { ApiHarness, createApiHarness } from './support/api-harness';
 
-describe('credential cache (DESIGN §4 "Revocation")', () => {
+describe('credential cache (docs/design.md §4 "Revocation")', () => {
   let harness: ApiHarness;
 
   beforeAll(async () => {

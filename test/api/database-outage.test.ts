@@ -4,7 +4,7 @@ import { ApiClient, ApiHarness, ApiRequest, createApiHarness } from './support/a
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 // PostgreSQL is shared by every test here, so it is made unreachable through a proxy the
-// apis connect to, never stopped (DESIGN §6 "Recovery").
+// apis connect to, never stopped (docs/design.md §6 "Recovery").
 let harness: ApiHarness;
 let proxy: TcpProxy;
 let user: TestUser;
@@ -36,7 +36,7 @@ const UNAVAILABLE_B = { message: 'Service temporarily unavailable.' };
 
 const WEBHOOK = { url: 'http://127.0.0.1:9/hook', event: 'demo.ping', payload: { ping: true }, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' };
 
-// An unknown endpoint is not listed: once the caller's credentials are cached (DESIGN §4,
+// An unknown endpoint is not listed: once the caller's credentials are cached (docs/design.md §4,
 // "Revocation"), answering it needs no database.
 function routesOfA(): ApiRequest[] {
   const headers = user.headers;

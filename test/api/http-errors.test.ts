@@ -2,7 +2,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey } from './support/operations';
 
-// Layout A answers {"status":N,"message":".."}, Layout B {"message":".."} (DESIGN §5).
+// Layout A answers {"status":N,"message":".."}, Layout B {"message":".."} (docs/design.md §5).
 const shape = (layout: 'a' | 'b', status: number, message: string) => (layout === 'a' ? { status, message } : { message });
 const CREATE = { a: '/api/v1/posts/create', b: '/api/v1/posts' };
 

@@ -5,7 +5,7 @@ import { findPost } from './support/rows';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-describe('input limits (DESIGN §12) and the Layout A update alias', () => {
+describe('input limits (docs/design.md §12) and the Layout A update alias', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;

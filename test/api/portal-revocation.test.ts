@@ -6,7 +6,7 @@ import { freePort, ServiceProcess, startService } from '../support/processes';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 /**
- * DESIGN §11 (portal links) with §4 "Revocation": two api processes (as compose runs them,
+ * docs/design.md §11 (portal links) with §4 "Revocation": two api processes (as compose runs them,
  * from dist/) cache a portal session; deleting its link through one, or deleting its user,
  * stops it in both within 1 s.
  */

@@ -2,7 +2,7 @@ import { createUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { findUser } from './support/rows';
 
-describe('Layout A quota (DESIGN §4)', () => {
+describe('Layout A quota (docs/design.md §4)', () => {
   let harness: ApiHarness;
   let api: ApiClient;
 

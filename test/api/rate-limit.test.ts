@@ -1,7 +1,7 @@
 import { createUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 
-/** DESIGN §12: RATE_LIMIT_PER_MIN per principal (per client address before authentication). */
+/** docs/design.md §12: RATE_LIMIT_PER_MIN per principal (per client address before authentication). */
 describe('rate limit', () => {
   let harness: ApiHarness;
   let a: ApiClient;

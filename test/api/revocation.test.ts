@@ -7,7 +7,7 @@ import { createUser, TestUser } from '../support/factories';
 import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
 
 /**
- * DESIGN §4 "Revocation": two api processes (as compose runs them, from dist/) cache verified
+ * docs/design.md §4 "Revocation": two api processes (as compose runs them, from dist/) cache verified
  * credentials; a rotation, a deletion or a revocation made elsewhere stops working in both
  * within 1 s.
  */

@@ -15,7 +15,7 @@ const whoami: ApiRoutes = (async (app) => {
   app.get('/whoami', async (request) => ({ principal: request.principal, user: request.user }));
 }) as FastifyPluginAsync as ApiRoutes;
 
-describe('service keys (DESIGN §4)', () => {
+describe('service keys (docs/design.md §4)', () => {
   let harness: ApiHarness;
   let layouts: Record<'a' | 'b', ApiClient>;
   let alice: TestUser;

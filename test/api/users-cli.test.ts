@@ -3,7 +3,7 @@ import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { processEnv } from '../support/environment';
 import { findUser } from './support/rows';
 
-describe('users CLI (DESIGN §4)', () => {
+describe('users CLI (docs/design.md §4)', () => {
   let harness: ApiHarness;
   let api: ApiClient;
 

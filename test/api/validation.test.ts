@@ -11,7 +11,7 @@ const CONTENT_STRING = 'Post content must be a string.';
 const ABSENT = Symbol('absent');
 type Value = unknown | typeof ABSENT;
 
-/** [case, title, content, expected first message] — DESIGN §5. */
+/** [case, title, content, expected first message] — docs/design.md §5. */
 const CASES: [string, Value, Value, string][] = [
   ['title missing', ABSENT, 'c', TITLE_REQUIRED],
   ['title empty', '', 'c', TITLE_REQUIRED],
@@ -34,7 +34,7 @@ function body(fields: Record<string, Value>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== ABSENT));
 }
 
-describe('validation messages (DESIGN §5)', () => {
+describe('validation messages (docs/design.md §5)', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;

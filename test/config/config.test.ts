@@ -11,8 +11,8 @@ function startupError(env: NodeJS.ProcessEnv): string {
   throw new Error('loadConfig accepted the environment');
 }
 
-describe('configuration (DESIGN §2)', () => {
-  it('when nothing is set, then the DESIGN defaults apply and each dev default secret is warned about', () => {
+describe('configuration (docs/design.md §2)', () => {
+  it('when nothing is set, then the design's defaults apply and each dev default secret is warned about', () => {
     const config = loadConfig({}, 'api');
 
     expect(config).toMatchObject({
@@ -37,7 +37,7 @@ describe('configuration (DESIGN §2)', () => {
   });
 
   it('when HOST is not set, then the services listen on 127.0.0.1 outside production and on every interface in production', () => {
-    // Outside production the public development credentials are seeded and the SSRF guard is off (DESIGN §2, revision 4).
+    // Outside production the public development credentials are seeded and the SSRF guard is off (docs/design.md §2, revision 4).
     expect(loadConfig({}, 'api').host).toBe('127.0.0.1');
     expect(loadConfig({ NODE_ENV: 'development' }, 'receiver').host).toBe('127.0.0.1');
     expect(loadConfig({ NODE_ENV: 'test' }, 'worker').host).toBe('127.0.0.1');
@@ -115,7 +115,7 @@ describe('configuration (DESIGN §2)', () => {
     expect(loadConfig({ API_LAYOUT: '', PORT: '' }, 'api')).toMatchObject({ apiLayout: 'a', port: 3000 });
   });
 
-  describe('REDIS_PREFIX on a Redis Cluster (DESIGN §13)', () => {
+  describe('REDIS_PREFIX on a Redis Cluster (docs/design.md §13)', () => {
     const cluster = { REDIS_CLUSTER_NODES: '127.0.0.1:7000,127.0.0.1:7001' };
 
     it('when the queue has one partition, then the prefix must be a hash tag', () => {

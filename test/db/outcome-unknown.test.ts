@@ -11,7 +11,7 @@ function connectError(message: string, code: string): ConnectionError {
   return new ConnectionError(Object.assign(new Error(message), { code }));
 }
 
-/** DESIGN §12 revision 4: only a failure known to have committed nothing frees an Idempotency-Key. */
+/** docs/design.md §12 revision 4: only a failure known to have committed nothing frees an Idempotency-Key. */
 describe('whether a failed write may have committed', () => {
   it.each([
     ['the connection ended mid-statement', statementError('Connection terminated unexpectedly')],

@@ -7,7 +7,7 @@ import { runScript } from '../support/processes';
 const DEV_KEY = 'sk_dev_local_only_do_not_deploy_0123456789abcdefg';
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
 
-/** DESIGN §4 "Seeding": `npm run db:seed` (sequelize-cli) by environment. */
+/** docs/design.md §4 "Seeding": `npm run db:seed` (sequelize-cli) by environment. */
 describe('seeding by environment', () => {
   const environments: TestEnvironment[] = [];
   const databases: Database[] = [];

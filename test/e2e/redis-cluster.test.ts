@@ -8,7 +8,7 @@ import { RecordingServer, startRecordingServer } from '../support/recording-serv
 import { RedisClusterProcess, startRedisCluster } from '../support/redis-cluster';
 
 /**
- * DESIGN §13: the dispatch path against a three-master Redis Cluster this file starts itself.
+ * docs/design.md §13: the dispatch path against a three-master Redis Cluster this file starts itself.
  * REDIS_URL points at a closed port, so any Redis client that ignored REDIS_CLUSTER_NODES
  * would leave the api or the worker unready, or the post event undelivered.
  */

@@ -8,7 +8,7 @@ import { RecordingServer, startRecordingServer } from '../support/recording-serv
 import { RedisSentinelSet, SENTINEL_PRIMARY_NAME, startRedisSentinels } from '../support/redis-sentinel';
 
 /**
- * DESIGN §13 (revision 4): with REDIS_SENTINELS every Redis client reaches the primary the
+ * docs/design.md §13 (revision 4): with REDIS_SENTINELS every Redis client reaches the primary the
  * Sentinels name and follows its failovers. REDIS_URL points at a closed port, so a client
  * that ignored the Sentinels would leave a process unready or an event undelivered.
  */

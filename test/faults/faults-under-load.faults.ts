@@ -5,10 +5,10 @@ import { exited, startRedisServer } from '../worker/support/processes';
 import { PG_OUTAGE_MS, REDIS_RECOVERY_PROMISE_S, SETTLE_MS, sleep, startLoadHarness, type LoadHarness } from './support/under-load';
 
 /**
- * DESIGN §15: the fault promises under load (test/faults/support/under-load.ts) over a
+ * docs/design.md §15: the fault promises under load (test/faults/support/under-load.ts) over a
  * PostgreSQL cluster and a redis-server of this suite's own, so it can kill them.
  */
-describe('faults under load (DESIGN §15)', () => {
+describe('faults under load (docs/design.md §15)', () => {
   let postgres: OwnPostgres;
   let redisPort: number;
   let redis: ChildProcess;

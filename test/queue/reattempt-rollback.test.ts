@@ -11,7 +11,7 @@ import { RecordingServer, startRecordingServer } from '../support/recording-serv
 import { Producer, createProducer, eventually, silentLogger, startWorker } from '../worker/support/harness';
 
 /**
- * Redeliver and recover (DESIGN §11) when Redis refuses the jobs after the rows were made
+ * Redeliver and recover (docs/design.md §11) when Redis refuses the jobs after the rows were made
  * pending: the api behind `refusing` reaches Redis as a user that may not run scripts, which
  * every BullMQ write is, so its connection is ready and each job add fails.
  */

@@ -30,7 +30,7 @@ const DELIVERY_KEYS = [
   'url',
 ];
 
-/** The webhook routes of DESIGN §6 and §11 over HTTP, against a real worker and receiver. */
+/** The webhook routes of docs/design.md §6 and §11 over HTTP, against a real worker and receiver. */
 describe('webhook routes', () => {
   let env: TestEnvironment;
   let producer: Producer;

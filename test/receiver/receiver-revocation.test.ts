@@ -11,7 +11,7 @@ import { freePort, ServiceProcess, startService } from '../support/processes';
 const SECRET = 'whsec_cmVjZWl2ZXItcmV2b2NhdGlvbi10ZXN0LXNlY3JldA==';
 
 /**
- * DESIGN §4 "Revocation" through the receiver: two api processes (from dist/) cache verified
+ * docs/design.md §4 "Revocation" through the receiver: two api processes (from dist/) cache verified
  * users; a user.deleted or a token replaced by a user webhook stops the old token in both
  * within 1 s of the receiver's answer.
  */

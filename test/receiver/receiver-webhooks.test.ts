@@ -36,7 +36,7 @@ interface Signed {
   headers: Record<string, string>;
 }
 
-/** A webhook as our worker sends it: the envelope and every DESIGN §7 header. */
+/** A webhook as our worker sends it: the envelope and every docs/design.md §7 header. */
 function signed(event: string, data: unknown, options: { id?: string; timestamp?: number; secret?: string } = {}): Signed {
   const body = serializeEnvelope(data, { event, signable: true });
   const headers = signedHeaders({
@@ -148,7 +148,7 @@ describe('receiver: accepted webhooks', () => {
     expect(await userRow(user.user_id)).toMatchObject({ api_token_hash: null });
   });
 
-  it('when user.registered carries the Luminova shape {status, user:{id, email}} (the DESIGN vector), then the user is created, named by the email', async () => {
+  it('when user.registered carries the Luminova shape {status, user:{id, email}} (the design's vector), then the user is created, named by the email', async () => {
     const id = 42;
 
     const answer = await post('/webhooks/users', signed('user.registered', { status: 'OK', user: { id, email: 'user@example.com' } }));

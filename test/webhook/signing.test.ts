@@ -14,7 +14,7 @@ import {
 } from '../../shared/webhook';
 import { reasonOf } from './support/reason-of';
 
-// DESIGN §7 golden vectors.
+// docs/design.md §7 golden vectors.
 const LUMINOVA_SECRET = 'your-shared-secret';
 const LUMINOVA_BODY =
   '{"_data":{"status":"OK","user":{"id":42,"email":"user@example.com"}},"_config":{"app.webhook.event":"user.registered","app.webhook.signable":1}}';
@@ -31,7 +31,7 @@ function swHeaders(signature: string, timestamp = SW_TIMESTAMP, id = SW_ID): Rec
 }
 
 describe('envelope', () => {
-  it('when the golden payload is serialised with event then sign, then the bytes are the DESIGN vector', () => {
+  it('when the golden payload is serialised with event then sign, then the bytes are the design's vector', () => {
     const body = serializeEnvelope(
       { status: 'OK', user: { id: 42, email: 'user@example.com' } },
       { event: 'user.registered', signable: true },
@@ -76,7 +76,7 @@ describe('envelope', () => {
 });
 
 describe('X-Signature (hex HMAC)', () => {
-  it('when the golden body is signed, then the DESIGN vector comes out', () => {
+  it('when the golden body is signed, then the design's vector comes out', () => {
     expect(signHex(LUMINOVA_BODY, LUMINOVA_SECRET)).toBe(LUMINOVA_SIGNATURE);
     expect(signHex(Buffer.from(LUMINOVA_BODY), LUMINOVA_SECRET, 'sha256')).toBe(LUMINOVA_SIGNATURE);
   });
@@ -205,7 +205,7 @@ describe('interop with the standardwebhooks package', () => {
 });
 
 describe('signedHeaders', () => {
-  it('when given the golden inputs, then every DESIGN §7 header is present with the vector values', () => {
+  it('when given the golden inputs, then every docs/design.md §7 header is present with the vector values', () => {
     const headers = signedHeaders({ id: SW_ID, timestamp: SW_TIMESTAMP, body: LUMINOVA_BODY, secret: LUMINOVA_SECRET });
     expect(headers).toEqual({
       'Content-Type': 'application/json',

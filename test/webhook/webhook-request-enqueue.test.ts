@@ -37,7 +37,7 @@ describe('WebhookRequest.enqueue()', () => {
     await env.cleanup();
   });
 
-  /** Standard Webhooks verification by the reference library; a secret without `whsec_` is its UTF-8 bytes (DESIGN §7). */
+  /** Standard Webhooks verification by the reference library; a secret without `whsec_` is its UTF-8 bytes (docs/design.md §7). */
   function verifiesStandard(request: RecordedRequest, secret: string): unknown {
     return new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' }).verify(request.body.toString('utf8'), {
       'webhook-id': String(request.headers['webhook-id']),

@@ -14,9 +14,9 @@ const BODY = '{"_data":{"user":{"id":42,"role":"admin"}},"_config":{"app.webhook
 const { publicKey } = generateEd25519KeyPair();
 
 /**
- * A `whpk_` key is public (DESIGN §14: endpoints publish it for their receivers). Used as an
+ * A `whpk_` key is public (docs/design.md §14: endpoints publish it for their receivers). Used as an
  * HMAC key it would let anyone forge X-Signature or `v1`, so every entry of the library that
- * takes a secret refuses it with LogicError (DESIGN §8), as the receiver does.
+ * takes a secret refuses it with LogicError (docs/design.md §8), as the receiver does.
  */
 describe('a whpk_ public key where the library takes a secret', () => {
   it('when a verifier is given a whpk_ key, then setSecret throws LogicError and a signature forged with that key is never accepted', () => {

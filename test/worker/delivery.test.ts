@@ -83,7 +83,7 @@ describe('webhook worker: delivery', () => {
     expect(new Webhook(endpoint.secret).verify(request.body.toString('utf8'), request.headers as Record<string, string>)).toBeDefined();
   });
 
-  it('When another service enqueues the DESIGN §7 vector, then the receiver gets its exact body and X-Signature', async () => {
+  it('When another service enqueues the docs/design.md §7 vector, then the receiver gets its exact body and X-Signature', async () => {
     run();
 
     await enqueueWebhook(

@@ -10,10 +10,10 @@ import { ServiceProcess, startService, waitFor } from '../support/processes';
 import { exited, freePort, startRedisServer } from './support/processes';
 
 const DAY_MS = 86_400_000;
-/** DESIGN §15: with Redis restarted empty, the horizon and the daily schedules are back within a minute. */
+/** docs/design.md §15: with Redis restarted empty, the horizon and the daily schedules are back within a minute. */
 const PROMISE_MS = 60_000;
 
-/** DESIGN §3 and §15 (revision 4): what lives in Redis comes back without a restart. */
+/** docs/design.md §3 and §15 (revision 4): what lives in Redis comes back without a restart. */
 describe('fault: Redis loses the daily schedules', () => {
   let env: TestEnvironment;
   let db: Database;

@@ -16,7 +16,7 @@ function seededRandom(seed: number): () => number {
   };
 }
 
-describe('FIFO endpoints (DESIGN §6, Ordering)', () => {
+describe('FIFO endpoints (docs/design.md §6, Ordering)', () => {
   let env: TestEnvironment;
   let producer: Producer;
   let receiver: RecordingServer;

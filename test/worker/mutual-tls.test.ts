@@ -9,7 +9,7 @@ import { startTokenServer } from '../support/token-server';
 import { createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
 
 /**
- * DESIGN §14 revision 4, `client_certificate`: the worker presents an endpoint's certificate
+ * docs/design.md §14 revision 4, `client_certificate`: the worker presents an endpoint's certificate
  * for mutual TLS to that endpoint only, against an https receiver of the test's own that
  * requires a certificate from a CA made here.
  */

@@ -10,7 +10,7 @@ import { createProducer, deliveryRows, eventually, Producer, recordEvent, resetA
 const CLIENT = { id: 'sender app', secret: 's3cret:with/odd chars' };
 
 /**
- * DESIGN §14 revision 4, `auth`: OAuth2 client credentials toward an endpoint, against a token
+ * docs/design.md §14 revision 4, `auth`: OAuth2 client credentials toward an endpoint, against a token
  * server and a receiver of the test's own that accepts only the tokens that server issued.
  */
 describe('webhook worker: OAuth2 client credentials toward an endpoint', () => {

@@ -41,7 +41,7 @@ async function recordPosts(producer: Producer, pids: number[]): Promise<void> {
   });
 }
 
-describe('webhook worker over a partitioned queue (DESIGN §13)', () => {
+describe('webhook worker over a partitioned queue (docs/design.md §13)', () => {
   let env: TestEnvironment;
   let producer: Producer;
   let running: ReturnType<typeof startWorker> | undefined;

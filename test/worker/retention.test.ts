@@ -11,7 +11,7 @@ import { Producer, createProducer, eventually, silentLogger, startWorker } from 
 
 const DAY_MS = 86_400_000;
 
-describe('retention (DESIGN §11)', () => {
+describe('retention (docs/design.md §11)', () => {
   let env: TestEnvironment;
   let producer: Producer;
 

@@ -37,7 +37,7 @@ import { portalRoutes } from './routes/portal';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
-  /** Records post events in the post's transaction; default: the outbox over `queue` (DESIGN §6). */
+  /** Records post events in the post's transaction; default: the outbox over `queue` (docs/design.md §6). */
   postEvents?: PostEventRecorder;
   database?: Database;
   redis?: RedisClient;
@@ -61,15 +61,15 @@ const CACHE_TTL_SECONDS = 300;
 const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * Builds the api (DESIGN §1, §4, §5, §6) for `config.apiLayout`; never listens.
+ * Builds the api (docs/design.md §1, §4, §5, §6) for `config.apiLayout`; never listens.
  * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, /portal, the layout at /api/v1 with the
- * operations routes (DESIGN §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
+ * operations routes (docs/design.md §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   const app = Fastify({
     logger: loggerOptions(config),
-    // The id goes into every log line: a client's own is kept only when short and plain (DESIGN §12).
+    // The id goes into every log line: a client's own is kept only when short and plain (docs/design.md §12).
     requestIdHeader: false,
     genReqId: requestIdOf,
     bodyLimit: JSON_BODY_LIMIT_BYTES,
@@ -110,7 +110,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   let keeper: PartitionKeeper | undefined;
   app.addHook('onReady', async () => {
     outbox.startRelay();
-    // DESIGN §3: every process keeps the day partitions ahead, at start and every
+    // docs/design.md §3: every process keeps the day partitions ahead, at start and every
     // MAINTENANCE_INTERVAL_MS. A database that is away does not stop the api: the next check retries.
     keeper = startPartitionKeeper({ sequelize: database.sequelize, logger: app.log, intervalMs: config.maintenanceIntervalMs });
     await keeper.check();

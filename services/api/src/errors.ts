@@ -15,7 +15,7 @@ export class ApiError extends Error {
 
 /**
  * A request part failed its Joi schema. `message` is the first failing rule's message
- * (DESIGN §5). `structural` marks errors about the shape rather than a field rule
+ * (docs/design.md §5). `structural` marks errors about the shape rather than a field rule
  * (not an object, unknown field), which Layout B answers with 400 instead of its 200 status body.
  */
 export class RequestValidationError extends Error {

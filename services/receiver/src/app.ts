@@ -27,7 +27,7 @@ export interface ReceiverDeps {
 const CACHE_TTL_SECONDS = 300;
 
 /**
- * Builds the receiver (DESIGN §1, §8) and never listens: `POST /webhooks/users`,
+ * Builds the receiver (docs/design.md §1, §8) and never listens: `POST /webhooks/users`,
  * `POST /webhooks/posts`, `GET /health`, `GET /ready` (database reachable), `GET /metrics`.
  * A user's posts are deleted through the api's posts repository, so Layout A's cache in Redis
  * (REDIS_URL, REDIS_PREFIX) is invalidated and their images leave UPLOAD_DIR. Redis being
@@ -50,7 +50,7 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
 
   const posts = createPostsRepository({
     sequelize: database.sequelize,
-    // No queue here: the rows wait for the api's outbox relay (DESIGN §6).
+    // No queue here: the rows wait for the api's outbox relay (docs/design.md §6).
     events: {
       record: async (transaction, event, data) => void (await insertDeliveries(database.sequelize, transaction, event, data)),
       // The receiver creates no posts; rows a create wrote would wait for the relay too.
@@ -67,7 +67,7 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
     acceptXSignatureOnly: config.receiverAcceptXSignatureOnly,
     users: {
       posts,
-      // Every api process drops its cached copy of the user (DESIGN §4, "Revocation").
+      // Every api process drops its cached copy of the user (docs/design.md §4, "Revocation").
       credentialsChanged: async (userId) => void (await publishCredentialChange(redis, config.redisPrefix, { kind: 'user', userId })),
     },
   });

@@ -17,7 +17,7 @@ export interface InboxOptions {
    * Also treat a body already recorded under any webhook-id as a duplicate. On whenever
    * X-Signature-only deliveries are accepted (RECEIVER_ACCEPT_X_SIGNATURE_ONLY): such a
    * delivery has no timestamp, so stripping the `webhook-*` headers off a captured delivery
-   * would otherwise make it new again (DESIGN §8).
+   * would otherwise make it new again (docs/design.md §8).
    */
   dedupeByBody: boolean;
 }
@@ -26,7 +26,7 @@ export interface InboxOptions {
 export type AfterCommit = () => Promise<void>;
 
 /**
- * Runs `work` at most once per webhook-id (DESIGN §3 webhook_inbox), and with
+ * Runs `work` at most once per webhook-id (docs/design.md §3 webhook_inbox), and with
  * `dedupeByBody` at most once per body. The inbox row is inserted in the same transaction as
  * the work, so a crash or an error mid-handler rolls both back and a redelivery runs the work
  * again; a row that exists is therefore a webhook already processed. A concurrent duplicate

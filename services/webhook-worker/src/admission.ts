@@ -11,7 +11,7 @@ import { DeliveryJob, between, jobIdOf, postpone } from './job-moves';
 /** A partition's per-endpoint controls. */
 export interface PartitionGates {
   gate: DeliveryGate;
-  /** Each endpoint's `rate_limit_per_s`, across all workers (DESIGN §14). */
+  /** Each endpoint's `rate_limit_per_s`, across all workers (docs/design.md §14). */
   rateLimiter: EndpointRateLimiter;
 }
 
@@ -28,7 +28,7 @@ export interface Lease {
 
 /**
  * A job refused for its endpoint's cap, or while the endpoint's probe is in flight, is parked
- * with the gate this long: the attempt that returns a lease wakes it (DESIGN §6), so this
+ * with the gate this long: the attempt that returns a lease wakes it (docs/design.md §6), so this
  * only bounds the wait when that wake-up is lost (its worker killed between release and wake).
  */
 export const GATE_PARK_MS = 30_000;
@@ -65,7 +65,7 @@ export interface Admission {
   afterClaim(job: DeliveryJob, token: string | undefined, scope: JobScope, delivery: ClaimedDelivery, turn: { lease?: Lease }, log: Logger): Promise<void>;
   /**
    * Waits, within the endpoint's rate limit, until one more request of this attempt may leave
-   * (a 401 sent again with a fresh token, DESIGN §14), and records it as a start of its own.
+   * (a 401 sent again with a fresh token, docs/design.md §14), and records it as a start of its own.
    */
   startAgain(scope: JobScope, delivery: ClaimedDelivery, token: string): Promise<void>;
   /**
@@ -77,9 +77,9 @@ export interface Admission {
 }
 
 /**
- * Admission to an attempt, isolated per endpoint (DESIGN §6): a lease from the endpoint's
+ * Admission to an attempt, isolated per endpoint (docs/design.md §6): a lease from the endpoint's
  * (ad-hoc: origin's) gate, one Redis script for the concurrency cap, the circuit breaker and
- * the rate limit's slot (DESIGN §14). A refused job goes back to the delayed set without an
+ * the rate limit's slot (docs/design.md §14). A refused job goes back to the delayed set without an
  * attempt: until the circuit reopens, parked with the gate (the release that frees a lease
  * wakes it), or until its reserved rate slot. The first refusal after a claim writes the gate
  * key into the job's data, so later runs ask before touching PostgreSQL.

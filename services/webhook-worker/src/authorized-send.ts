@@ -14,7 +14,7 @@ export interface AuthorizedSendOptions {
 }
 
 /**
- * Sends a delivery's request with its endpoint's credentials (DESIGN §14, revision 4).
+ * Sends a delivery's request with its endpoint's credentials (docs/design.md §14, revision 4).
  *
  * @param resendSlot - waits for the endpoint's rate limit to admit one more request (a resend after 401)
  */

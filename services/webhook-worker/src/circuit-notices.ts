@@ -8,7 +8,7 @@ function endpointOfGateKey(gateKey: string): number | null {
 }
 
 /**
- * After a release reported that the circuit of `gateKey` opened (decided in Redis, DESIGN §6):
+ * After a release reported that the circuit of `gateKey` opened (decided in Redis, docs/design.md §6):
  * `endpoint.failing` for an endpoint, written only the first time in its failure episode (the
  * episode's state in PostgreSQL decides, so a circuit Redis forgot and opened again, or another
  * worker, never repeats it), and its deliveries queued. An ad-hoc origin's circuit announces

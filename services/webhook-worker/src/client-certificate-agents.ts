@@ -2,7 +2,7 @@ import type http from 'node:http';
 import https from 'node:https';
 import type { EgressProxy } from './egress-proxy';
 
-/** An endpoint's client certificate (DESIGN §14, revision 4) and the pool it is sent from. */
+/** An endpoint's client certificate (docs/design.md §14, revision 4) and the pool it is sent from. */
 export interface ClientCertificate {
   /** PEM certificate (and chain). */
   cert: string;

@@ -17,9 +17,9 @@ export interface ClaimedDelivery {
   endpointId: number | null;
   url: string;
   method: string;
-  /** The exact bytes to send, from its event (DESIGN §3); null when that event row is missing. */
+  /** The exact bytes to send, from its event (docs/design.md §3); null when that event row is missing. */
   body: string | null;
-  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers (DESIGN §14). */
+  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers (docs/design.md §14). */
   headers: Record<string, string>;
   secret: string | null;
   algo: HmacAlgo;
@@ -32,17 +32,17 @@ export interface ClaimedDelivery {
   endpointActive: boolean | null;
   /** The delivery's endpoint was deleted: it must not be signed with the derived secret. */
   endpointDeleted: boolean;
-  /** The row's `created_at`: its partition key, which its attempts carry (DESIGN §3). */
+  /** The row's `created_at`: its partition key, which its attempts carry (docs/design.md §3). */
   createdAt: Date;
   /** Exactly one attempt (a redelivery), whatever its outcome. */
   oneShot: boolean;
-  /** Place in its FIFO endpoint's order (DESIGN §6); null for other endpoints. */
+  /** Place in its FIFO endpoint's order (docs/design.md §6); null for other endpoints. */
   sequence: string | null;
-  /** The endpoint's `rate_limit_per_s` (DESIGN §14); null: none. */
+  /** The endpoint's `rate_limit_per_s` (docs/design.md §14); null: none. */
   rateLimitPerS: number | null;
   /** The endpoint's URL now (a delivery keeps the one it was made for): its credentials go to this origin only. */
   endpointUrl: string | null;
-  /** The endpoint's OAuth2 client credentials (DESIGN §14, revision 4); null: none. */
+  /** The endpoint's OAuth2 client credentials (docs/design.md §14, revision 4); null: none. */
   auth: EndpointAuth | null;
   /** The endpoint's PEM client certificate and key for mutual TLS; null: none. */
   clientCertificate: { cert: string; key: string } | null;
@@ -76,7 +76,7 @@ export interface AttemptRecord {
   goneReason: string | null;
   /**
    * The delivery ends `failed` with every attempt used: `delivery.exhausted` is written with
-   * the attempt (DESIGN §6 rev 4), unless the delivery is one of an operational event.
+   * the attempt (docs/design.md §6 rev 4), unless the delivery is one of an operational event.
    */
   exhausted: boolean;
 }
@@ -85,7 +85,7 @@ export interface AttemptRecord {
 export interface RecordResult {
   /**
    * Deliveries of the operational events the record wrote (queue them): `endpoint.disabled`,
-   * `delivery.exhausted`, `endpoint.recovered` (DESIGN §6 rev 4).
+   * `delivery.exhausted`, `endpoint.recovered` (docs/design.md §6 rev 4).
    */
   noticeIds: string[];
   /** The endpoint was disabled by this record: its reason; else null. */
@@ -108,7 +108,7 @@ export interface DeliveryStore {
   peek(deliveryId: string): Promise<DeliveryState | null>;
   /**
    * The FIFO delivery that comes after `sequence` on the endpoint and has not finished, if any:
-   * the one to wake when the delivery at `sequence` (`deliveryId`) ends (DESIGN §6). It is
+   * the one to wake when the delivery at `sequence` (`deliveryId`) ends (docs/design.md §6). It is
    * looked for among rows made from a day before that one on.
    */
   nextInLine(endpointId: number, sequence: string, deliveryId: string): Promise<string | null>;
@@ -161,7 +161,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
 }
 
 /**
- * Whether a database error postpones the attempt without counting it (DESIGN §6, Recovery):
+ * Whether a database error postpones the attempt without counting it (docs/design.md §6, Recovery):
  * PostgreSQL unreachable (shared/db `isDatabaseUnavailable`), and also any failure to connect
  * at all, a wrong password included: an api request must answer now, a job can wait until
  * the database is fixed.
@@ -204,7 +204,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    // A legacy id that reads as a UUIDv7 is looked for again in the legacy partition (DESIGN §3).
+    // A legacy id that reads as a UUIDv7 is looked for again in the legacy partition (docs/design.md §3).
     const rows = await findByIds(batch.map((claim) => claim.deliveryId), (ids, keys) =>
       rawQuery<ClaimRow>(sequelize, claimStatement(batch.filter((claim) => ids.includes(claim.deliveryId)), keys)),
     );

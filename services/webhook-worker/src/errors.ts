@@ -7,7 +7,7 @@ export interface WorkerErrorOptions {
  * The SSRF guard refused a target: its address (as resolved, or as written when the URL
  * holds an IP literal) is loopback, private, link-local or otherwise not public, and not in
  * WEBHOOK_PRIVATE_ALLOWLIST. The message names the host as the URL gave it, never the
- * resolved address: it is stored as the delivery's `last_error`, which users read (DESIGN
+ * resolved address: it is stored as the delivery's `last_error`, which users read (docs/design.md
  * §6). The address is in `address`, for the log.
  */
 export class BlockedTargetError extends Error {
@@ -44,7 +44,7 @@ export class DeliveryGoneError extends Error {
 /**
  * The egress proxy answered a CONNECT with `statusCode` instead of 200 (RFC 9110 §9.3.6): no
  * tunnel, so nothing reached the target and what the proxy sent is its own, not the endpoint's
- * (DESIGN §14, Egress).
+ * (docs/design.md §14, Egress).
  */
 export class EgressProxyAnswerError extends Error {
   readonly code = 'ERR_WEBHOOK_EGRESS_PROXY_ANSWER';

@@ -21,12 +21,12 @@ export interface DeliveryProcessorOptions {
   policy: RetryPolicy;
   /**
    * The endpoint gate and rate limiter of a queue partition (their keys live in it): a job
-   * always uses those of the partition it sits in (DESIGN §13).
+   * always uses those of the partition it sits in (docs/design.md §13).
    */
   gates(partition: number): PartitionGates;
   logger: Logger;
   metrics?: Metrics;
-  /** Queues deliveries the worker itself recorded (operational events, DESIGN §6 rev 4); must not throw. */
+  /** Queues deliveries the worker itself recorded (operational events, docs/design.md §6 rev 4); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
@@ -50,7 +50,7 @@ type Unsendable = 'endpoint deleted' | 'endpoint disabled' | 'event missing';
 
 /**
  * Why the delivery cannot be sent, or null: its endpoint deleted (it must not be signed with
- * the derived secret) or disabled, or its event row missing (DESIGN §3: never an empty signed
+ * the derived secret) or disabled, or its event row missing (docs/design.md §3: never an empty signed
  * body in place of the event's bytes).
  */
 function unsendableFor(delivery: ClaimedDelivery): Unsendable | null {
@@ -70,7 +70,7 @@ const RETRY_SLOT_WAIT_MS: [number, number] = [100, 500];
 const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
 
 /**
- * The BullMQ processor: one attempt per run (DESIGN §6), in three steps, each in its own file:
+ * The BullMQ processor: one attempt per run (docs/design.md §6), in three steps, each in its own file:
  * admission (admission.ts: the endpoint's gate and rate slot, asked before the claim when the
  * job knows its gate key and after it otherwise), the FIFO line (fifo-line.ts: a delivery not
  * at its line's head waits its turn; only the head asks the gate), and the attempt

@@ -13,7 +13,7 @@ import { signDelivery } from './sign-delivery';
 /**
  * The egress proxy refusing the worker's credentials (407) is the operator's outage: the
  * delivery waits as long as the outage has lasted so far, at least 1 s and at most 60 s, and
- * the error is logged at most this often per process (DESIGN §14, Egress).
+ * the error is logged at most this often per process (docs/design.md §14, Egress).
  */
 const PROXY_BACKOFF_MS = { min: 1_000, max: 60_000 };
 const PROXY_OUTAGE_LOG_EVERY_MS = 30_000;
@@ -41,7 +41,7 @@ export interface SendAttemptOptions {
 }
 
 /**
- * The attempt itself (DESIGN §6, "The worker, per attempt"): signs the stored body with a
+ * The attempt itself (docs/design.md §6, "The worker, per attempt"): signs the stored body with a
  * fresh timestamp and the stable webhook-id, sends it with the endpoint's credentials
  * (authorized-send.ts: its OAuth2 token, from this process's cache, and its client
  * certificate), records the attempt with the delivery's new state (one statement), and counts
@@ -130,8 +130,8 @@ export function createSendAttempt(
 }
 
 /**
- * How an attempt counts for its endpoint's circuit (DESIGN §6): a timeout, a connection
- * error, 5xx and 429 are failures, and so is a token that could not be had (DESIGN §14,
+ * How an attempt counts for its endpoint's circuit (docs/design.md §6): a timeout, a connection
+ * error, 5xx and 429 are failures, and so is a token that could not be had (docs/design.md §14,
  * `oauth2 token: ...`, no status); 2xx a success; anything else (another answer, or a target
  * the SSRF guard or the egress proxy's policy refused) says nothing about the endpoint's health.
  */

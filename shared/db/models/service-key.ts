@@ -1,7 +1,7 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
 /**
- * A row of `service_keys` (DESIGN §4): another service's or an operator's credential. Only the
+ * A row of `service_keys` (docs/design.md §4): another service's or an operator's credential. Only the
  * sha256 of the `sk_` key is stored; `revokedAt` set means it no longer authenticates.
  */
 export class ServiceKey extends Model<InferAttributes<ServiceKey>, InferCreationAttributes<ServiceKey>> {

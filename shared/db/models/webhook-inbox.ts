@@ -1,6 +1,6 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
-/** The receiver's record of a webhook it has seen, keyed by webhook-id (DESIGN §3). */
+/** The receiver's record of a webhook it has seen, keyed by webhook-id (docs/design.md §3). */
 export class WebhookInbox extends Model<InferAttributes<WebhookInbox>, InferCreationAttributes<WebhookInbox>> {
   declare webhookId: string;
   declare topic: string;

@@ -47,7 +47,7 @@ export interface EndpointChanges {
   events?: string[];
   description?: string | null;
   active?: boolean;
-  /** Replaces the whole map; `********` keeps a stored sensitive value, except across origins (DESIGN §14). */
+  /** Replaces the whole map; `********` keeps a stored sensitive value, except across origins (docs/design.md §14). */
   headers?: Record<string, unknown>;
   /** A switch to `fifo` orders the deliveries made from then on. */
   ordering?: EndpointOrdering;
@@ -150,7 +150,7 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
  * Changes an endpoint. `active: false` records who disabled it and when; `active: true`
  * clears `disabled_reason`, and for a disabled endpoint closes its failure episode in the same
  * transaction (`endpoint.recovered` when the episode announced `endpoint.failing` or
- * `endpoint.disabled`, DESIGN §6 rev 4; of two re-enables at once one finds the episode). A
+ * `endpoint.disabled`, docs/design.md §6 rev 4; of two re-enables at once one finds the episode). A
  * move of `url` to another origin must give the stored masked credentials again
  * ({@link assertCredentialsGivenAgain}), and the fields must fit together afterwards
  * ({@link assertCredentialsFit}: `auth` without an authorization header, a client certificate
@@ -243,7 +243,7 @@ export async function deleteEndpoint(db: Database, id: number, viewer: Viewer): 
 
 /**
  * Makes a new secret current and keeps the old one as `previous_secret` until now +
- * `overlapHours` (DESIGN §7), in one statement: the right-hand sides of SET read the row as
+ * `overlapHours` (docs/design.md §7), in one statement: the right-hand sides of SET read the row as
  * it was. The expiry comes from the database clock, the one the worker compares it with. A
  * second rotation within the overlap replaces the previous secret: the oldest stops at once.
  *

@@ -10,7 +10,7 @@ import { originOf } from './origin';
 import type { EndpointChanges } from './repository';
 import type { SignatureScheme } from './view';
 
-/** `whsec_` + base64 of 32 random bytes (DESIGN §3: 24..64), the Standard Webhooks secret format. */
+/** `whsec_` + base64 of 32 random bytes (docs/design.md §3: 24..64), the Standard Webhooks secret format. */
 export function generateEndpointSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
@@ -60,7 +60,7 @@ export function signingKey(scheme: SignatureScheme, given: string | undefined): 
 
 /**
  * The stored credentials a change carries over without giving them again, each named as a
- * 400 names it (`headers.authorization`). One entry per kind of masked credential (DESIGN
+ * 400 names it (`headers.authorization`). One entry per kind of masked credential (docs/design.md
  * §14): masked headers, the OAuth2 client secret, a client certificate's key.
  */
 const MASKED_CREDENTIALS: readonly ((row: WebhookEndpoint, changes: EndpointChanges) => string[])[] = [
@@ -70,7 +70,7 @@ const MASKED_CREDENTIALS: readonly ((row: WebhookEndpoint, changes: EndpointChan
 ];
 
 /**
- * DESIGN §14 revision 4: a move of `url` to another origin (scheme, host and port, as the URL
+ * docs/design.md §14 revision 4: a move of `url` to another origin (scheme, host and port, as the URL
  * standard compares them) keeps no stored masked credential: whoever changes the URL may not
  * know them, and must not be able to read them at a host of their choosing. A change of path
  * on the same origin keeps them.

@@ -10,7 +10,7 @@ export interface TestServiceKey {
   headers: Record<string, string>;
 }
 
-/** Inserts a service key with `scopes` (DESIGN §4: stored as the sha256 hex of the key). */
+/** Inserts a service key with `scopes` (docs/design.md §4: stored as the sha256 hex of the key). */
 export async function createServiceKey(db: Database, scopes: string[] = ['*']): Promise<TestServiceKey> {
   const key = `sk_${randomBytes(32).toString('base64url')}`;
   const [{ id }] = await db.sequelize.query<{ id: number }>(
@@ -25,7 +25,7 @@ export async function insertDelivery(
   db: Database,
   fields: { endpointId?: number | null; event?: string; status?: string; createdAt?: Date; url?: string; id?: string } = {},
 ): Promise<string> {
-  // Its created_at is its id's time (DESIGN §3), in a day partition made for it if need be.
+  // Its created_at is its id's time (docs/design.md §3), in a day partition made for it if need be.
   const createdAt = fields.createdAt ?? new Date();
   const id = fields.id ?? idAt('msg_', createdAt);
   await ensureDays(db.sequelize, createdAt);

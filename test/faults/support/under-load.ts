@@ -8,7 +8,7 @@ import { freePort, startService, type ServiceProcess } from '../../support/proce
 import { startRecordingServer, type RecordedRequest, type RecordingServer } from '../../support/recording-server';
 
 /**
- * DESIGN §15's load and its checks, shared by the fault files: both api layouts, the receiver
+ * docs/design.md §15's load and its checks, shared by the fault files: both api layouts, the receiver
  * and two workers run as processes; 8 clients create, update and delete posts through both
  * layouts while an endpoint fails 10% of attempts; each fault is injected in turn. Then the
  * rows and the receipts are checked, and one summary table is printed.
@@ -25,7 +25,7 @@ const PAUSE_MS = Number(process.env.FAULTS_PAUSE_MS ?? 120);
 const REQUEST_TIMEOUT_MS = 10_000;
 export const SETTLE_MS = 8_000;
 export const PG_OUTAGE_MS = 5_000;
-/** DESIGN §15: after Redis restarts empty, what was acknowledged before arrives within 10 s. */
+/** docs/design.md §15: after Redis restarts empty, what was acknowledged before arrives within 10 s. */
 export const REDIS_RECOVERY_PROMISE_S = 10;
 const TOKEN = 'faults-suite-writer-token';
 const USER_ID = 1;
@@ -132,7 +132,7 @@ export interface LoadHarness {
   start(name: ServiceName): Promise<void>;
   /** Runs the load with `steps` injected in turn, waits for every delivery to finish, and measures. */
   underLoad(run: string, steps: FaultStep[]): Promise<Outcome>;
-  /** DESIGN §15's promises, common to every run. */
+  /** docs/design.md §15's promises, common to every run. */
   expectNothingLost(outcome: Outcome): void;
   /** Changes sent while the fault's service was away. */
   sentDuring(outcome: Outcome, fault: FaultWindow): Change[];
@@ -192,7 +192,7 @@ export async function startLoadHarness(options: LoadHarnessOptions): Promise<Loa
     APP_KEY: 'faults-suite-app-key-0123456789',
     RECEIVER_SECRET,
     WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1',
-    // DESIGN §15: a first retry after 1 s; OUTBOX_REVIVE_AFTER_MS stays at its default.
+    // docs/design.md §15: a first retry after 1 s; OUTBOX_REVIVE_AFTER_MS stays at its default.
     WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1,1,1',
     RATE_LIMIT_PER_MIN: '0',
     ...options.serviceEnv,
@@ -362,7 +362,7 @@ export async function startLoadHarness(options: LoadHarnessOptions): Promise<Loa
     };
   }
 
-  /** DESIGN §15's promises, common to every run. */
+  /** docs/design.md §15's promises, common to every run. */
   function expectNothingLost(outcome: Outcome): void {
     const since = (time: number) => outcome.faults.map((fault) => `${fault.name} ${((time - fault.at) / 1000).toFixed(2)} s`).join(', ');
     expect(outcome.dead.map((service) => `${service.name}:\n${service.output().slice(-2000)}`)).toEqual([]);
@@ -449,7 +449,7 @@ function printSummary(rows: SummaryRow[], totals: Record<string, unknown>): void
   const header = '| fault | service away (s) | changes acknowledged | changes refused or unanswered | undelivered at the fault | recovered (s after back) | duplicate receipts |';
   const lines = [
     '',
-    'Faults under load (DESIGN §15): 8 clients, both layouts, two workers, an endpoint failing 10% of attempts',
+    'Faults under load (docs/design.md §15): 8 clients, both layouts, two workers, an endpoint failing 10% of attempts',
     '',
     header,
     '|---|---:|---:|---:|---:|---:|---:|',

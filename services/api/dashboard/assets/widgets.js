@@ -23,7 +23,7 @@ export function badge(text, tone) {
   return h('span', { class: `badge ${tone}` }, text);
 }
 
-/** @param {unknown} status a delivery status (DESIGN §3) */
+/** @param {unknown} status a delivery status (docs/design.md §3) */
 export function statusBadge(status) {
   const known = typeof status === 'string' && STATUSES.has(status) ? status : 'unknown';
   const tone = known === 'succeeded' ? 'good' : known === 'failed' ? 'bad' : known === 'unknown' ? 'neutral' : 'warn';
@@ -48,7 +48,7 @@ export function currentCursor(pages) {
 }
 
 /**
- * Newer / Older buttons over an API list's `next_cursor` (DESIGN §11); newer pages are the
+ * Newer / Older buttons over an API list's `next_cursor` (docs/design.md §11); newer pages are the
  * cursors already visited.
  *
  * @param {HTMLElement} container

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 
-// Every statement on idempotency_keys (DESIGN §12, §15): the plugin's claims and answers, and
+// Every statement on idempotency_keys (docs/design.md §12, §15): the plugin's claims and answers, and
 // the pid a create records in its post's own commit.
 
 /** Who holds an idempotency key: the principal (`user:<id>` or `key:<id>`) and the key. */
@@ -121,7 +121,7 @@ export function createIdempotencyStore(sequelize: Sequelize, log: FastifyBaseLog
 /**
  * For a CTE of a statement that creates posts: an UPDATE recording each new post's pid under
  * the Idempotency-Key of the request that made it, in the post's own commit, for a retry
- * whose first request died before it could answer (DESIGN §15). `rows` is a FROM list; the
+ * whose first request died before it could answer (docs/design.md §15). `rows` is a FROM list; the
  * `columns` name, in it, the pid and the claim's principal and key (null for a request
  * without one).
  */

@@ -19,20 +19,20 @@ export type { IdempotencyOwner, StoredAnswer } from './idempotency-store';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Honour an `Idempotency-Key` header on this route (DESIGN §12). */
+    /** Honour an `Idempotency-Key` header on this route (docs/design.md §12). */
     idempotency?: boolean;
   }
 }
 
-/** The 409 message for a key sent again with another request (DESIGN §12). */
+/** The 409 message for a key sent again with another request (docs/design.md §12). */
 export const IDEMPOTENCY_KEY_REUSED = 'Idempotency-Key reused with a different request.';
-/** The 409 message, with Retry-After, while the key's first request may still commit (DESIGN §12, revision 4). */
+/** The 409 message, with Retry-After, while the key's first request may still commit (docs/design.md §12, revision 4). */
 export const IDEMPOTENCY_KEY_IN_PROGRESS = 'A request with this Idempotency-Key is in progress.';
 
 const HEADER = 'idempotency-key';
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
 
-/** DESIGN §15: a claim whose process died frees its key at most this long after the death. */
+/** docs/design.md §15: a claim whose process died frees its key at most this long after the death. */
 export const IDEMPOTENCY_LEASE_MS = 60_000;
 
 export interface IdempotencyOptions {
@@ -77,7 +77,7 @@ export function idempotencyClaimOf(request: FastifyRequest): IdempotencyClaim | 
 /**
  * For a route whose writes run a callback in their transaction (`enqueueWebhook`,
  * `publishEvent`): records the JSON answer `status` with body `bodyOf(deliveryIds)` under the
- * request's Idempotency-Key in that transaction (DESIGN §12, revision 4). The route must
+ * request's Idempotency-Key in that transaction (docs/design.md §12, revision 4). The route must
  * answer exactly that. Undefined when the request holds no key.
  */
 export function answerInCommit(request: FastifyRequest, status: number, bodyOf: (deliveryIds: string[]) => object): InCommit | undefined {
@@ -88,7 +88,7 @@ export function answerInCommit(request: FastifyRequest, status: number, bodyOf: 
 }
 
 /**
- * Idempotent requests (DESIGN §12; the scheme of Stripe's and the IETF draft
+ * Idempotent requests (docs/design.md §12; the scheme of Stripe's and the IETF draft
  * draft-ietf-httpapi-idempotency-key-header): on every route registered after this in `scope`
  * with `config: { idempotency: true }`, a request carrying `Idempotency-Key` (1..255 printable
  * ASCII characters, else 400) is run at most once per principal and key for 24 h:
@@ -107,7 +107,7 @@ export function answerInCommit(request: FastifyRequest, status: number, bodyOf: 
  * lapses, a duplicate gets 409 {@link IDEMPOTENCY_KEY_IN_PROGRESS} with Retry-After; after it,
  * the retry replays the recorded answer, answers with the post the first committed
  * ({@link IdempotencyClaim.committedPostPid}), or runs again when nothing was committed; it
- * never makes a second post or delivery (DESIGN §12 revision 4, §15). Runs after validation:
+ * never makes a second post or delivery (docs/design.md §12 revision 4, §15). Runs after validation:
  * a request refused by its schema claims nothing.
  */
 export function registerIdempotency(

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors';
 
-/** The scopes a service key may hold (DESIGN §4); `*` holds them all. `portal:write` mints portal links (§11). */
+/** The scopes a service key may hold (docs/design.md §4); `*` holds them all. `portal:write` mints portal links (§11). */
 export const SCOPES = ['webhooks:send', 'webhooks:read', 'endpoints:read', 'endpoints:write', 'portal:write'] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -9,7 +9,7 @@ export type Scope = (typeof SCOPES)[number];
 export interface UserPrincipal {
   kind: 'user';
   userId: number;
-  /** 0 = unlimited (DESIGN §4). */
+  /** 0 = unlimited (docs/design.md §4). */
   quotaLimit: number;
 }
 
@@ -23,7 +23,7 @@ export interface ServicePrincipal {
 
 /**
  * A user in the dashboard's portal mode, authenticated by a `ps_` session that a portal link
- * opened (DESIGN §11): that user's own things on the operations routes only; `read` sessions
+ * opened (docs/design.md §11): that user's own things on the operations routes only; `read` sessions
  * make GET requests only.
  */
 export interface PortalPrincipal {
@@ -50,7 +50,7 @@ export function hasScope(principal: Principal | null, scope: Scope): boolean {
 }
 
 /**
- * For routes only service keys may use (DESIGN §4, §6): the key holding `scope`.
+ * For routes only service keys may use (docs/design.md §4, §6): the key holding `scope`.
  *
  * @throws ApiError 403 `A service key with the scope <scope> is required.` for a user token or a portal session;
  *   403 `This key lacks the scope <scope>.` for a key without it
@@ -67,7 +67,7 @@ export type Visibility = { operator: true } | { operator: false; userId: number 
 
 /**
  * For routes that operators (a key with `scope`) and users (their own things only, also
- * through a portal session) share (DESIGN §11).
+ * through a portal session) share (docs/design.md §11).
  *
  * @throws ApiError 403 `This key lacks the scope <scope>.` for a key without it
  */

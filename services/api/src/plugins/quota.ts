@@ -44,7 +44,7 @@ SELECT c.api_token_hash, c.quota_limit, c.quota_used, c.quota_period_start,
 FROM candidate c LEFT JOIN counted k ON true`;
 
 /**
- * Layout A's authenticate-and-count (DESIGN §4): one atomic statement per request.
+ * Layout A's authenticate-and-count (docs/design.md §4): one atomic statement per request.
  *
  * @param periodSeconds - QUOTA_PERIOD_S; a period starts at the first request after the previous one ended
  * @returns null for bad credentials (nothing is counted), else the quota outcome

@@ -16,7 +16,7 @@ export interface RateLimitOptions {
 const WINDOW_MS = 60_000;
 
 /**
- * Whom a request counts against (DESIGN §12): its user (also through a portal session) or
+ * Whom a request counts against (docs/design.md §12): its user (also through a portal session) or
  * service key once authenticated, else the client's address (Fastify's `request.ip`; behind
  * a proxy set trustProxy).
  */
@@ -28,7 +28,7 @@ export function rateLimitKey(request: FastifyRequest): string {
 }
 
 /**
- * The per-principal rate limit of every route under /api/v1 (DESIGN §12), with
+ * The per-principal rate limit of every route under /api/v1 (docs/design.md §12), with
  * `@fastify/rate-limit` over the app's Redis so that the count holds across api processes
  * (a fixed one-minute window per principal, atomic in a Lua script; concurrent requests of
  * one principal share a round trip, see {@link coalescingRedisStore}). Past the limit: 429 with

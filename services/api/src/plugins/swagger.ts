@@ -15,7 +15,7 @@ export const swaggerPlugin = fp<{ layout: 'a' | 'b' }>(
           title: `Posts API (Layout ${layout.toUpperCase()})`,
           version: '1',
           description:
-            'Posts REST API and the webhook operations API (DESIGN §11). Users authenticate with their bearer token and the ' +
+            'Posts REST API and the webhook operations API (docs/design.md §11). Users authenticate with their bearer token and the ' +
             'user_id (or X-Api-Client-Id) header; other services and operators with a service key (`sk_...`) as the bearer ' +
             'token and no user id. Each operations route names the scope a key needs; users see only their own endpoints ' +
             'and the deliveries to them.',

@@ -2,7 +2,7 @@ import type { CacheEntry, PostCache } from './post-cache';
 import type { PostRecord } from './post-record';
 import type { PostPage, PostsRepository } from './posts-repository';
 
-/** Layout A's reads: the repository's reads through the Redis cache (DESIGN §3). */
+/** Layout A's reads: the repository's reads through the Redis cache (docs/design.md §3). */
 export type PostReader = Pick<PostsRepository, 'findById' | 'list'>;
 
 /**

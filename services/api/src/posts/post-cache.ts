@@ -43,7 +43,7 @@ return 1`;
  * the hash `<prefix>:posts:lists`, so one DEL drops every page. A write bumps
  * `<prefix>:posts:generation`; a reader that saw an older generation does not store its result.
  * The write script and the invalidation touch the generation with the entries, so on a Redis
- * Cluster whose prefix is no hash tag (a partitioned queue, DESIGN §13) the cache has a tag of
+ * Cluster whose prefix is no hash tag (a partitioned queue, docs/design.md §13) the cache has a tag of
  * its own, `<prefix>:{posts}:...`, rather than sharing the queue's.
  */
 export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }: PostCacheOptions): PostCache {

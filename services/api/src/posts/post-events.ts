@@ -1,10 +1,10 @@
 import type { Transaction } from 'sequelize';
 import type { DeliveryJob } from '../../../../shared/queue/webhook-queue';
 
-/** The post events of DESIGN §6. */
+/** The post events of docs/design.md §6. */
 export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
 
-/** Data of `post.created` and `post.updated` (DESIGN §6); times are ISO 8601, `image` the stored file name or null. */
+/** Data of `post.created` and `post.updated` (docs/design.md §6); times are ISO 8601, `image` the stored file name or null. */
 export interface PostChangedData {
   pid: number;
   uuid: string;
@@ -16,7 +16,7 @@ export interface PostChangedData {
   updated_at: string;
 }
 
-/** Data of `post.deleted` (DESIGN §6). */
+/** Data of `post.deleted` (docs/design.md §6). */
 export interface PostDeletedData {
   pid: number;
   uuid: string;
@@ -26,7 +26,7 @@ export interface PostDeletedData {
 export type PostEventData = PostChangedData | PostDeletedData;
 
 /**
- * The outbox side of post changes (DESIGN §6): each event exists exactly when its change
+ * The outbox side of post changes (docs/design.md §6): each event exists exactly when its change
  * commits. An update or a delete records its event inside its transaction; a create writes
  * its event in the posts' own statement, and its jobs are added once that committed.
  */

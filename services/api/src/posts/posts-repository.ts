@@ -36,7 +36,7 @@ export interface PostPage {
 export interface PostsRepository {
   /**
    * @param claim - the request's Idempotency-Key, whose row records the new pid in the same
-   *   commit (DESIGN §15)
+   *   commit (docs/design.md §15)
    * @throws PostIdsExhaustedError when no free random pid was found
    */
   create(post: NewPost, pidSource: PidSource, claim?: IdempotencyOwner | null): Promise<PostRecord>;
@@ -138,7 +138,7 @@ function createStatement(random: boolean): string {
       ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
       RETURNING ${POST_COLUMNS}
     ), claimed AS (
-      -- The request's Idempotency-Key learns the pid in the post's own commit (DESIGN §15).
+      -- The request's Idempotency-Key learns the pid in the post's own commit (docs/design.md §15).
       ${recordPostPidsSql('inserted p JOIN input i ON i.post_uuid = p.post_uuid', { pid: 'p.pid', principal: 'i.claim_principal', key: 'i.claim_key' })}
     ), source AS (
       SELECT i.ord, p.user_id AS owner_id, i.traceparent,

@@ -43,10 +43,10 @@ import { StatsQuery, endpointStatsObject, statsQuery } from './stats-schemas';
 
 export interface EndpointRoutesOptions {
   db: Database;
-  /** Where the list and the stats read (DESIGN §13). */
+  /** Where the list and the stats read (docs/design.md §13). */
   lists: ListReader;
   queue: WebhookQueue;
-  /** The circuit state of an endpoint's breaker (DESIGN §6), for its stats. */
+  /** The circuit state of an endpoint's breaker (docs/design.md §6), for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
   /** WEBHOOK_RETENTION_DAYS: how far back a replay may reach. */
   retentionDays: number;
@@ -58,7 +58,7 @@ type IdParams = { Params: { id: string } };
 const TAGS = ['endpoints'];
 
 /**
- * The endpoint routes of DESIGN §11 under /api/v1, for operators (service keys with the
+ * The endpoint routes of docs/design.md §11 under /api/v1, for operators (service keys with the
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
  * change, delete, rotate-secret, test, recover, replay and stats (with its series for charts).
  */

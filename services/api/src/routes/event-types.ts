@@ -11,9 +11,9 @@ import { CreateEventTypeBody, createEventTypeBody, eventTypeObject } from './web
 const TAGS = ['event types'];
 
 /**
- * The event catalog of DESIGN §11 under /api/v1: `GET /event-types` for any principal,
+ * The event catalog of docs/design.md §11 under /api/v1: `GET /event-types` for any principal,
  * `POST /event-types` for a service key with `endpoints:write` (409 for a name taken). The
- * list reads where `lists` says (the replica, DESIGN §13).
+ * list reads where `lists` says (the replica, docs/design.md §13).
  */
 export const eventTypeRoutes: FastifyPluginAsync<{ db: Database; lists: ListReader }> = async (app, { db, lists }) => {
   app.setValidatorCompiler(joiValidatorCompiler);

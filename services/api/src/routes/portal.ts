@@ -24,7 +24,7 @@ export interface PortalRoutesOptions {
   sequelize: Sequelize;
   /** APP_URL, the base of every link. */
   appUrl: string;
-  /** Tells every api process of a revoked link (the credential-changes channel, DESIGN §4). */
+  /** Tells every api process of a revoked link (the credential-changes channel, docs/design.md §4). */
   announce(change: CredentialChange): Promise<unknown>;
 }
 
@@ -32,7 +32,7 @@ const TAGS = ['portal'];
 const REFUSED_LINK = 'This portal link is invalid, expired, revoked or already used.';
 
 /**
- * The portal routes of DESIGN §11 under /api/v1: a service key with `portal:write` mints
+ * The portal routes of docs/design.md §11 under /api/v1: a service key with `portal:write` mints
  * (`POST /portal-links`), lists (`GET /portal-links?user_id=`) and revokes
  * (`DELETE /portal-links/{id}`) one-time links into the dashboard for a user; the portal page
  * exchanges a link's token for a `ps_` session (`POST /portal-sessions`, no credentials:
@@ -99,7 +99,7 @@ export const portalRoutes: FastifyPluginAsync<PortalRoutesOptions> = async (app,
     async (request, reply) => {
       const id = linkIdOf(request.params.id);
       if (!(await revokePortalLink(sequelize, id))) throw new PortalLinkNotFoundError(id);
-      // Committed already; should Redis be away, no process caches (DESIGN §4) and entries lapse within a minute.
+      // Committed already; should Redis be away, no process caches (docs/design.md §4) and entries lapse within a minute.
       await announce({ kind: 'portal_link', id }).catch((err: Error) =>
         request.log.warn({ err, portalLinkId: id }, 'portal link revoked, but the api processes could not be told'),
       );

@@ -2,7 +2,7 @@ import { AUTHENTICATED, EMPTY, messageSchema, postIdParamsSchema } from './commo
 import { validatedBy } from './joi-validation';
 import { createPostA, pageQuery, updatePostA } from './post-input';
 
-// Route schemas of Layout A (DESIGN §5): JSON Schema for OpenAPI and response serialisation,
+// Route schemas of Layout A (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
 
 const tags = ['posts (layout a)'];

@@ -2,7 +2,7 @@ import { AUTHENTICATED, messageSchema, postIdParamsSchema } from './common';
 import { validatedBy } from './joi-validation';
 import { pageQuery, writePostB } from './post-input';
 
-// Route schemas of Layout B (DESIGN §5): JSON Schema for OpenAPI and response serialisation,
+// Route schemas of Layout B (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
 
 const tags = ['posts (layout b)'];

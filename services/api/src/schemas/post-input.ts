@@ -10,7 +10,7 @@ export function characterCount(text: string): number {
 export const TITLE_MAX_CHARACTERS = 255;
 
 /**
- * A required-when-present text field with DESIGN §5's messages: null, empty or
+ * A required-when-present text field with docs/design.md §5's messages: null, empty or
  * whitespace-only counts as missing; any non-string is "must be a string".
  */
 function text(subject: string, maxCharacters?: number) {

@@ -3,7 +3,7 @@ import { SCOPES } from '../plugins/principal';
 import { InvalidScopesError } from './errors';
 
 /**
- * The form of a service key (DESIGN §4): `sk_` and at least 32 base64url characters. Generated
+ * The form of a service key (docs/design.md §4): `sk_` and at least 32 base64url characters. Generated
  * keys carry 32 random bytes (43 characters); the upper bound only keeps absurd headers out.
  */
 export const SERVICE_KEY_FORMAT = /^sk_[A-Za-z0-9_-]{32,512}$/;

@@ -78,7 +78,7 @@ export interface UserEventOutcome {
  * Applies one verified user event to `users` inside the inbox transaction.
  * - `user.created`, `user.registered`, `user.updated`: upsert by user id. `_data` is
  *   `{user_id, name?, email?, token?, quota_limit?}`, or the same under a `user` key (the
- *   shape of Luminova's examples and DESIGN §7's vector: `{"status":"OK","user":{"id":42,
+ *   shape of Luminova's examples and docs/design.md §7's vector: `{"status":"OK","user":{"id":42,
  *   "email":".."}}`); `id`/`userId`, `user_name`/`userName`, `user_email`/`userEmail` and
  *   `quotaLimit` are accepted too. An existing user changes only in the fields given; a new
  *   one needs an email and is named by it when no name is given. A given `token` is stored

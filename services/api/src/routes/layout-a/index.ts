@@ -11,7 +11,7 @@ const MEGABYTE = 1024 * 1024;
 const INVALID_ENDPOINT = { status: 401, message: 'Invalid or missing endpoint.' };
 
 /**
- * Layout A (Luminova's shapes, DESIGN §5): errors `{"status":N,"message":"..."}`, auth with
+ * Layout A (Luminova's shapes, docs/design.md §5): errors `{"status":N,"message":"..."}`, auth with
  * quota on every mounted route, multipart uploads, and 401 for any unknown endpoint under
  * /api/v1 (after auth and quota when it lies under /api/v1/posts, as the spec's middleware runs first).
  */
@@ -21,7 +21,7 @@ export const layoutA: Layout = {
   plugin: async (app, { routes, config, posts, postReader, images, credentials }) => {
     await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
-    // Service keys act for no user: the posts routes refuse them like any unknown credential (DESIGN §4).
+    // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
     const rateLimit = await createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutA.errorBody });
     const authenticate = chainGuards(
       createAuthHook({

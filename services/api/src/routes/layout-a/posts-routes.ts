@@ -12,7 +12,7 @@ type CreateBody = { title: string; body: string; userId: number; image?: Buffer 
 // find-my-way pattern: the spec's {post_id} is an integer segment; anything else is an unknown endpoint.
 const ID = ':id(^\\d+$)';
 
-/** Layout A's posts routes (DESIGN §5): HTTP only, over the shared repository and Layout A's cached reads. */
+/** Layout A's posts routes (docs/design.md §5): HTTP only, over the shared repository and Layout A's cached reads. */
 export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, images }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   const present = createLayoutAPresenter(config.appUrl);
@@ -35,7 +35,7 @@ export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, 
     async (request) => {
       const { title, body, userId, image } = request.body;
       if (userId !== currentUser(request).userId) throw new ApiError(403, 'userId must be the authenticated user.');
-      // A retry of a create whose process died after committing answers with that post (DESIGN §15).
+      // A retry of a create whose process died after committing answers with that post (docs/design.md §15).
       const claim = idempotencyClaimOf(request);
       if (claim?.committedPostPid) {
         const committed = await posts.findById(claim.committedPostPid);

@@ -1,6 +1,6 @@
 import type { PostRecord } from '../../posts/post-record';
 
-/** Builds Layout A's post shapes (DESIGN §5) with absolute URLs under APP_URL. */
+/** Builds Layout A's post shapes (docs/design.md §5) with absolute URLs under APP_URL. */
 export function createLayoutAPresenter(appUrl: string) {
   const imageUrl = (image: string | null) => (image === null ? null : `${appUrl}/cdn/${encodeURIComponent(image)}`);
   return {

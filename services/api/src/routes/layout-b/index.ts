@@ -9,7 +9,7 @@ import { postsRoutesB } from './posts-routes';
 const NOT_IMPLEMENTED = { error: 'Endpoint not implemented.' };
 
 /**
- * Layout B (DESIGN §5): errors `{"message":"..."}`, auth without quota on every mounted
+ * Layout B (docs/design.md §5): errors `{"message":"..."}`, auth without quota on every mounted
  * route, JSON or urlencoded bodies, and 501 for any unknown endpoint under /api/v1 (after
  * auth when it lies under /api/v1/posts, as the spec's middleware runs first).
  */
@@ -19,7 +19,7 @@ export const layoutB: Layout = {
   plugin: async (app, { routes, config, posts, postReader, images, credentials }) => {
     await app.register(formbody);
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
-    // Service keys act for no user: the posts routes refuse them like any unknown credential (DESIGN §4).
+    // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
     const rateLimit = await createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutB.errorBody });
     const authenticate = createAuthHook({
       store: credentials,

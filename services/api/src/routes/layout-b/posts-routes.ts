@@ -24,7 +24,7 @@ function fieldRuleMessage(request: FastifyRequest): string | null {
   throw error;
 }
 
-/** Layout B's posts routes (DESIGN §5): HTTP only, over the shared repository, uncached. */
+/** Layout B's posts routes (docs/design.md §5): HTTP only, over the shared repository, uncached. */
 export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
 
@@ -43,7 +43,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
     const invalid = fieldRuleMessage(request);
     if (invalid) return { status: 2011, message: invalid };
     try {
-      // A retry of a create whose process died after committing answers with that post (DESIGN §15).
+      // A retry of a create whose process died after committing answers with that post (docs/design.md §15).
       const claim = idempotencyClaimOf(request);
       const pid = claim?.committedPostPid ?? (await posts.create({ userId: currentUser(request).userId, ...request.body, image: null }, 'random', claim)).pid;
       return { status: 2001, message: 'Post added successfully.', pid: String(pid) };
@@ -72,7 +72,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
       request.log.error({ err }, 'post delete failed');
       return null;
     });
-    // 2001 for both outcomes is the spec's table, kept as written (DESIGN §5).
+    // 2001 for both outcomes is the spec's table, kept as written (docs/design.md §5).
     return { status: 2001, message: deleted ? 'Post deleted successfully.' : 'Unable to delete post.' };
   });
 };
