@@ -12,7 +12,7 @@ function startupError(env: NodeJS.ProcessEnv): string {
 }
 
 describe('configuration (docs/design.md §2)', () => {
-  it('when nothing is set, then the design's defaults apply and each dev default secret is warned about', () => {
+  it('when nothing is set, then the designed defaults apply and each dev default secret is warned about', () => {
     const config = loadConfig({}, 'api');
 
     expect(config).toMatchObject({

@@ -148,7 +148,7 @@ describe('receiver: accepted webhooks', () => {
     expect(await userRow(user.user_id)).toMatchObject({ api_token_hash: null });
   });
 
-  it('when user.registered carries the Luminova shape {status, user:{id, email}} (the design's vector), then the user is created, named by the email', async () => {
+  it('when user.registered carries the Luminova shape {status, user:{id, email}} (the design vector), then the user is created, named by the email', async () => {
     const id = 42;
 
     const answer = await post('/webhooks/users', signed('user.registered', { status: 'OK', user: { id, email: 'user@example.com' } }));

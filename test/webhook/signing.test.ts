@@ -31,7 +31,7 @@ function swHeaders(signature: string, timestamp = SW_TIMESTAMP, id = SW_ID): Rec
 }
 
 describe('envelope', () => {
-  it('when the golden payload is serialised with event then sign, then the bytes are the design's vector', () => {
+  it('when the golden payload is serialised with event then sign, then the bytes are the design vector', () => {
     const body = serializeEnvelope(
       { status: 'OK', user: { id: 42, email: 'user@example.com' } },
       { event: 'user.registered', signable: true },
@@ -76,7 +76,7 @@ describe('envelope', () => {
 });
 
 describe('X-Signature (hex HMAC)', () => {
-  it('when the golden body is signed, then the design's vector comes out', () => {
+  it('when the golden body is signed, then the design vector comes out', () => {
     expect(signHex(LUMINOVA_BODY, LUMINOVA_SECRET)).toBe(LUMINOVA_SIGNATURE);
     expect(signHex(Buffer.from(LUMINOVA_BODY), LUMINOVA_SECRET, 'sha256')).toBe(LUMINOVA_SIGNATURE);
   });

@@ -46,7 +46,7 @@ async function freePort(): Promise<number> {
 }
 
 describe('WebhookRequest.send, field body', () => {
-  it('when the golden payload is signed and posted, then the bytes and X-Signature are the design's vectors', async () => {
+  it('when the golden payload is signed and posted, then the bytes and X-Signature are the design vectors', async () => {
     const hook = new WebhookRequest(`${server.url}/hooks/users`).setPayload(GOLDEN_DATA).setSecret(SECRET).setEvent('user.registered').sign();
 
     const response = await hook.send();
