@@ -224,16 +224,18 @@ function replicaSection(
   small: { attempts: number; costs: RouteCost[] },
   large: { attempts: number; costs: RouteCost[] },
 ): Section {
-  const perS = (phases: Phase[], cpu: (phase: Phase) => number) => phases.map((phase) => (cpu(phase) * 1000) / phase.seconds);
-  const writesAlone = perS(alone, (phase) => phase.writesCpuS);
-  const writesRead = perS(read, (phase) => phase.writesCpuS);
-  const reads = perS(read, (phase) => phase.readsCpuS);
-  const shares = read.map((phase) => (100 * phase.readsCpuS) / (phase.readsCpuS + phase.writesCpuS));
+  // The writes per second of load: their CPU per delivery at the posting rate (the window's
+  // tail, waiting for the last deliveries, would dilute a plain CPU / window). The reads run at
+  // their rate through the whole window, so theirs is CPU / window.
+  const writesPerS = (phase: Phase) => (phase.writesCpuS * 1000 * settings.capacityRate) / phase.deliveries;
+  const readsPerS = (phase: Phase) => (phase.readsCpuS * 1000) / phase.seconds;
+  const writesAlone = alone.map(writesPerS);
+  const writesRead = read.map(writesPerS);
+  const shares = read.map((phase) => (100 * readsPerS(phase)) / (readsPerS(phase) + writesPerS(phase)));
   const views = read.reduce((sum, phase) => sum + phase.views, 0);
   const requests = read.reduce((sum, phase) => sum + phase.requests, 0);
   const failed = read.reduce((sum, phase) => sum + phase.failed, 0);
   const perView = (read.reduce((sum, phase) => sum + phase.readsCpuS, 0) * 1000) / views;
-  const perDelivery = (read.reduce((sum, phase) => sum + phase.writesCpuS, 0) * 1000) / read.reduce((sum, phase) => sum + phase.deliveries, 0);
   const routeFigure = (cost: RouteCost, i: number): Figure => {
     const growth = ((cost.readsMs - small.costs[i].readsMs) * 100_000) / (large.attempts - small.attempts);
     return {
@@ -248,17 +250,18 @@ function replicaSection(
     title: `Read replicas: what the dashboards' reads cost the primary (${formatNumber(posts)} posts at ${formatNumber(settings.capacityRate)}/s, ${formatNumber(settings.replicaViewsPerS)} dashboard views/s)`,
     figures: [
       {
-        name: 'PostgreSQL backend CPU of the posts and their deliveries (api primary pool and worker), dashboards reading',
+        name: `PostgreSQL backend CPU of ${formatNumber(settings.capacityRate)} posts/s and their deliveries (api primary pool and worker), dashboards reading`,
         unit: 'ms/s',
         ours: median(writesRead),
-        oursDetail: `${perDelivery.toFixed(2)} ms per delivery`,
+        oursDetail: `${(median(writesRead) / settings.capacityRate).toFixed(2)} ms per delivery`,
         baseline: { name: 'the same load, no dashboard', value: median(writesAlone) },
+        baselineDetail: `${(median(writesAlone) / settings.capacityRate).toFixed(2)} ms per delivery`,
         ratios: roundRatios(writesRead, writesAlone),
       },
       {
         name: "PostgreSQL backend CPU of the dashboards' reads (the list reader's pool: what a replica serves)",
         unit: 'ms/s',
-        ours: median(reads),
+        ours: median(read.map(readsPerS)),
         oursDetail: `${formatNumber(perView)} ms per view of ${formatNumber(requests / views)} reads, ${formatNumber(views)} views`,
         problem,
       },
@@ -273,7 +276,7 @@ function replicaSection(
     ],
     notes: [
       `The capacity section's load (posts through api layout b, open loop at ${formatNumber(settings.capacityRate)}/s for ${settings.latencyDurationS} s, one endpoint, one worker), on a database holding ${formatNumber(settings.replicaHistory)} delivered attempts over the last 24 h (\`BENCH_REPLICA_HISTORY\`), without and with dashboards reading, taking turns for ${settings.rounds} rounds. A dashboard view is what the dashboard reads when it is opened or a panel refreshed (it polls nothing on a timer): the overview's health with the last hour's series, the endpoint list and each listed endpoint's health, and the deliveries list, 20 to a page, the panels at once; ${formatNumber(settings.replicaViewsPerS)} views a second (\`BENCH_REPLICA_VIEWS_PER_S\`) is, say, ten operators each refreshing every five seconds. The reader holds a read-only operator key, so none of its reads is sent to the primary for a write of its own.`,
-      `The api's DATABASE_REPLICA_URL names the run's own database under another application_name: the reads a replica would serve run on backends of their own, beside those of the api's primary pool and the worker's; each pool's backends are listed (pg_stat_activity) and their CPU read (/proc) every 250 ms over the same window, from the first post to the last delivery recorded. The share is the reads' part of the two in that window, round by round, so load from other processes on the machine hits both alike.`,
+      `The api's DATABASE_REPLICA_URL names the run's own database under another application_name: the reads a replica would serve run on backends of their own, beside those of the api's primary pool and the worker's; each pool's backends are listed (pg_stat_activity) and their CPU read (/proc) every 250 ms over the same window, from the first post to the last delivery recorded. The writes' figure per second is their CPU per delivery times the posting rate (the window's tail, after the last post, would dilute CPU over the window); the reads run at their rate through the whole window, so theirs is their CPU over it. The share is the reads' part of the two, round by round, both measured in the same window, so load from other processes on the machine hits both alike. The writes' CPU per delivery follows how much the api and the worker batch (group commit, batched claims), which follows the machine's load from moment to moment: a first ratio away from 1 with a wide min-max is that, not the reads, which leave nothing on the primary (the per-request figures).`,
       `Per request: each read of a view sent alone, one after the other for ${ROUTE_SECONDS} s, after the history was written (${formatNumber(large.attempts)} attempts in the last 24 h) and, in the detail, before it. The health and stats reads scan the attempts of the last 24 h (an endpoint's health its whole log, for the last success and failure), so their cost grows with the rate; the lists read one page and do not.`,
     ],
   };
