@@ -80,6 +80,7 @@ export async function runReplicaBench(settings: BenchSettings): Promise<Section>
       return measured;
     };
 
+    // Warm-up, unmeasured: the pools open and the api's code paths are compiled, both kinds of reads included.
     await phase(settings.replicaViewsPerS, Math.ceil(rate * settings.apiWarmupS));
     const small = { attempts: await attemptsIn24h(db), costs: await routeCosts(db, dashboard, endpointId) };
     await writeHistory(db, endpointId, settings.replicaHistory);
