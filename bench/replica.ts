@@ -243,7 +243,7 @@ function replicaSection(
       name: `PostgreSQL backend CPU per GET ${VIEW_ROUTES[cost.route]}`,
       unit: 'ms',
       ours: cost.readsMs,
-      oursDetail: `with ${formatNumber(small.attempts)} attempts in the last 24 h: ${formatNumber(small.costs[i].readsMs)} ms, so ${formatNumber(growth)} ms more per 100,000 attempts; left on the primary: ${formatNumber(cost.primaryMs)} ms`,
+      oursDetail: `with ${formatNumber(small.attempts)} attempts in the last 24 h: ${formatNumber(small.costs[i].readsMs)} ms, so ${growth >= 0 ? '+' : ''}${formatNumber(growth)} ms per 100,000 attempts; left on the primary: ${formatNumber(cost.primaryMs)} ms`,
     };
   };
   const problem = failed > 0 ? `${failed} of ${requests} dashboard reads failed` : undefined;
