@@ -4,6 +4,7 @@ import { runCapacityBench } from './capacity';
 import { runDeliveryBench } from './delivery';
 import { runParkedBench } from './parked';
 import { runPartitionsBench } from './partitions';
+import { runReplicaBench } from './replica';
 import { formatNumber, formatRatio, formatSection, goalMet, Section } from './lib/report';
 import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
@@ -19,6 +20,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   partitions: runPartitionsBench,
   scaling: runScalingBench,
   capacity: runCapacityBench,
+  replica: runReplicaBench,
   parked: runParkedBench,
   storage: runStorageBench,
   versus: runVersusBench,

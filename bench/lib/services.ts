@@ -20,6 +20,7 @@ export interface RunningServer {
  * until `/ready` answers (database and Redis reachable).
  *
  * @param build - whose api: this checkout's, or another's (the versus section)
+ * @param env - more variables, over the defaults (e.g. DATABASE_REPLICA_URL)
  */
 export async function startApi(
   scope: Scope,
@@ -28,6 +29,7 @@ export async function startApi(
   redisPrefix: string,
   layout: 'a' | 'b',
   build: Build = THIS_BUILD,
+  env: Record<string, string> = {},
 ): Promise<RunningServer> {
   const port = await freePort();
   const uploadDir = await mkdtemp(path.join(tmpdir(), 'pw-bench-uploads-'));
@@ -35,7 +37,7 @@ export async function startApi(
   const url = `http://127.0.0.1:${port}`;
   const name = build === THIS_BUILD ? `api-${layout}` : `api-${layout}-${build.name}`;
   const child = startChild(scope, name, buildPath(build, 'services', 'api', 'src', 'server.js'), {
-    env: serviceEnv(settings, databaseUrl, redisPrefix, { API_LAYOUT: layout, PORT: String(port), APP_URL: url, UPLOAD_DIR: uploadDir }),
+    env: serviceEnv(settings, databaseUrl, redisPrefix, { API_LAYOUT: layout, PORT: String(port), APP_URL: url, UPLOAD_DIR: uploadDir, ...env }),
     nodeArgs: NODE_HEAP_FLAGS,
     cpuProfDir: settings.cpuProfDir,
   });

@@ -27,6 +27,10 @@ export interface BenchSettings {
   latencyDurationS: number;
   /** Posts per second of the capacity run: well below saturation, so queueing stays out of its figures. */
   capacityRate: number;
+  /** Replica section: dashboard views opened per second during the capacity load (each view four reads). */
+  replicaViewsPerS: number;
+  /** Replica section: delivered attempts written over the last 24 h before its load, so the stats read a window of some size. */
+  replicaHistory: number;
   /** Storage section: deliveries written on each of the 30 days retention prunes. */
   retentionDayDeliveries: number;
   /** Storage section: deliveries (each with its event and attempt) the day partitions' migration runs on. */
@@ -56,7 +60,7 @@ export const VERSUS_PARTS = ['signing', 'api', 'delivery', 'latency'] as const;
 export type VersusPart = (typeof VERSUS_PARTS)[number];
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'parked', 'storage', 'versus'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'replica', 'parked', 'storage', 'versus'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
@@ -110,6 +114,8 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     latencyRates: [...new Set([...rates, latencyRate])].sort((a, b) => a - b),
     latencyDurationS: num('BENCH_LATENCY_DURATION_S', 10, 2),
     capacityRate: num('BENCH_CAPACITY_RATE', 200, 200),
+    replicaViewsPerS: num('BENCH_REPLICA_VIEWS_PER_S', 2, 2),
+    replicaHistory: num('BENCH_REPLICA_HISTORY', 100_000, 10_000),
     retentionDayDeliveries: num('BENCH_RETENTION_DAY_DELIVERIES', 30_000, 1_000),
     migrationDeliveries: num('BENCH_MIGRATION_DELIVERIES', 1_000_000, 20_000),
     parkedDeliveries: num('BENCH_PARKED_DELIVERIES', 300, 300),
