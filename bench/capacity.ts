@@ -195,14 +195,15 @@ export function perDelivery(deliveries: number, before: Snapshot, after: Snapsho
 
 function capacitySection(settings: BenchSettings, rate: number, cost: DeliveryCost): Section {
   const perCore = (ms: number) => (ms > 0 ? 1000 / ms : Number.POSITIVE_INFINITY);
-  const figure = (name: string, unit: string, value: number, detail?: string): Figure => ({ name, unit, ours: value, oursDetail: detail });
+  /** `below`: issue 29's goal for the figure, in its unit. */
+  const figure = (name: string, unit: string, value: number, detail?: string, below?: number): Figure => ({ name, unit, ours: value, oursDetail: detail, below });
   const top = cost.redisTopCommands.map(([name, value]) => `${name} ${value.toFixed(2)}`).join(', ');
   return {
     title: `Capacity: the cost of one delivery end to end (${formatNumber(cost.deliveries)} posts at ${formatNumber(rate)}/s, one endpoint, one worker)`,
     figures: [
-      figure('Redis commands per delivery', 'commands', cost.redisCommands, top),
-      figure('Redis CPU per delivery', 'ms', cost.redisCpuMs, `one Redis core carries about ${formatNumber(perCore(cost.redisCpuMs))} deliveries/s`),
-      figure('PostgreSQL transactions per delivery (api and worker)', 'transactions', cost.pgTransactions),
+      figure('Redis commands per delivery', 'commands', cost.redisCommands, top, 45),
+      figure('Redis CPU per delivery', 'ms', cost.redisCpuMs, `one Redis core carries about ${formatNumber(perCore(cost.redisCpuMs))} deliveries/s`, 0.35),
+      figure('PostgreSQL transactions per delivery (api and worker)', 'transactions', cost.pgTransactions, undefined, 2.5),
       figure('PostgreSQL rows written per delivery', 'rows', cost.pgRowsInserted + cost.pgRowsUpdated, `${cost.pgRowsInserted.toFixed(2)} inserted, ${cost.pgRowsUpdated.toFixed(2)} updated`),
       figure('PostgreSQL bytes stored per delivery (post, event, delivery, attempt, indexes)', 'B', cost.pgBytes),
       figure(
@@ -210,9 +211,10 @@ function capacitySection(settings: BenchSettings, rate: number, cost: DeliveryCo
         'ms',
         cost.pgBackendCpuMs,
         `one PostgreSQL core carries about ${formatNumber(perCore(cost.pgBackendCpuMs))} deliveries/s (backends only)`,
+        1.5,
       ),
-      figure('worker CPU per delivery', 'ms', cost.workerCpuMs, `one worker core carries about ${formatNumber(perCore(cost.workerCpuMs))} deliveries/s`),
-      figure('api CPU per post (create, outbox, enqueue)', 'ms', cost.apiCpuMs, `one api core carries about ${formatNumber(perCore(cost.apiCpuMs))} posts/s`),
+      figure('worker CPU per delivery', 'ms', cost.workerCpuMs, `one worker core carries about ${formatNumber(perCore(cost.workerCpuMs))} deliveries/s`, 1.2),
+      figure('api CPU per post (create, outbox, enqueue)', 'ms', cost.apiCpuMs, `one api core carries about ${formatNumber(perCore(cost.apiCpuMs))} posts/s`, 1.0),
     ],
     notes: [
       `Posts are created through api layout b, open loop at ${formatNumber(rate)}/s (\`BENCH_CAPACITY_RATE\`) for ${settings.latencyDurationS} s after a ${settings.apiWarmupS} s warm-up, one endpoint subscribed, so one post is one delivery. A Redis server of the run's own counts every command (INFO commandstats) and its CPU (INFO cpu); PostgreSQL's figures are the run database's own counters (pg_stat_database, pg_total_relation_size of every table) and the CPU of the backends serving it (/proc), without the server's background processes (WAL writer, checkpointer, autovacuum).`,
