@@ -32,6 +32,12 @@ export interface PostPage {
   posts: PostRecord[];
 }
 
+/** A page with the number of posts in the table, both read in one snapshot. */
+export interface CountedPostPage extends PostPage {
+  /** Every post in the table (not only this page's); 0 when the page is empty, as it is not read then. */
+  total: number;
+}
+
 /** The one posts store both layouts use. Writes are transactional, record a post event and invalidate the cache. */
 export interface PostsRepository {
   /**
@@ -43,8 +49,12 @@ export interface PostsRepository {
   findById(pid: number): Promise<PostRecord | null>;
   /** Newest first; one page read through the created_at index. */
   list(limit: number, offset: number): Promise<PostPage>;
-  /** Number of posts in the table. */
-  count(): Promise<number>;
+  /**
+   * {@link list} with the exact number of posts, in one statement: the count is the sum of
+   * `posts_count`'s shards, which the posts' own writes keep in their transaction, so the
+   * page and its total come from one snapshot and no page scans the table.
+   */
+  listCounted(limit: number, offset: number): Promise<CountedPostPage>;
   /** Null when the post does not exist or belongs to another user. */
   update(pid: number, ownerId: number, changes: PostChanges): Promise<PostRecord | null>;
   /** The deleted post; null when it does not exist or belongs to another user. */
@@ -282,9 +292,13 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       return { posts: found.map(toPostRecord) };
     },
 
-    async count() {
-      const [row] = await rawQuery<{ count: string }>(sequelize, { name: 'posts-count', text: 'SELECT count(*) AS count FROM posts' });
-      return Number(row.count);
+    async listCounted(limit, offset) {
+      const found = await rawQuery<PostRow & { total: string }>(sequelize, {
+        name: 'posts-list-counted',
+        text: `SELECT ${POST_COLUMNS}, (SELECT sum(n) FROM posts_count) AS total FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
+        values: [limit, offset],
+      });
+      return { posts: found.map(toPostRecord), total: found.length > 0 ? Number(found[0].total) : 0 };
     },
 
     async update(pid, ownerId, changes) {

@@ -29,9 +29,9 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
 
   app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsB() }, async (request, reply) => {
-    const [page, total] = await Promise.all([posts.list(request.query.limit, request.query.offset), posts.count()]);
+    const page = await posts.listCounted(request.query.limit, request.query.offset);
     if (page.posts.length === 0) return reply.code(404).send(NO_POST);
-    return reply.header('X-Total-Count', total).send(page.posts.map(presentPostB));
+    return reply.header('X-Total-Count', page.total).send(page.posts.map(presentPostB));
   });
 
   app.get<IdParams>(`/posts/${ID}`, { schema: getPostB() }, async (request, reply) => {
