@@ -12,12 +12,6 @@ export interface GroupCommitOptions {
   /** Items per batch at most; default 200. */
   maxBatch?: number;
   /**
-   * Batches running at once at most; default 1. A second one lets the next batch's round
-   * trip overlap the previous one's commit and what follows it, when the writer allows two
-   * batches to commit in either order.
-   */
-  maxRunning?: number;
-  /**
    * Whether a batch that failed with `error` is run again item by item, so that the error
    * reaches only the items it belongs to (one bad row, a deadlock between two processes'
    * batches); default never. A batch of one, or an error this refuses (the database away),
@@ -27,28 +21,26 @@ export interface GroupCommitOptions {
 }
 
 /**
- * Group commit: one batch runs at a time ({@link GroupCommitOptions.maxRunning}); items
- * submitted meanwhile wait and go together in the next batch, which starts as soon as a
- * running one returns. At low load a batch is one item and starts at once (no fixed wait);
- * under load batches grow with the load.
+ * Group commit: one batch runs at a time; items submitted meanwhile wait and go together
+ * in the next batch, which starts as soon as the previous one returns. At low load a batch
+ * is one item and starts at once (no fixed wait); under load batches grow with the load.
  *
  * @param run - writes a batch; returns one outcome per item in input order; a rejection fails
  *   every item of the batch with it, unless {@link GroupCommitOptions.retryAlone} splits it
  */
 export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[]>, options: GroupCommitOptions = {}): GroupCommit<I, R> {
   const maxBatch = options.maxBatch ?? 200;
-  const maxRunning = options.maxRunning ?? 1;
   interface Waiting {
     item: I;
     resolve(value: R): void;
     reject(error: unknown): void;
   }
   let waiting: Waiting[] = [];
-  let running = 0;
+  let running = false;
 
   function next(): void {
-    if (running >= maxRunning || waiting.length === 0) return;
-    running += 1;
+    if (running || waiting.length === 0) return;
+    running = true;
     const batch = waiting.length <= maxBatch ? waiting : waiting.slice(0, maxBatch);
     waiting = waiting.length <= maxBatch ? [] : waiting.slice(maxBatch);
     runSplitting(batch.map((entry) => entry.item))
@@ -62,7 +54,7 @@ export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[
         (error: unknown) => batch.forEach((entry) => entry.reject(error)),
       )
       .finally(() => {
-        running -= 1;
+        running = false;
         next();
       });
   }
