@@ -169,14 +169,14 @@ function createStatement(random: boolean): string {
 const CREATE_WITH_SEQUENCE_PIDS = { name: 'posts-create-sequence', text: createStatement(false) };
 const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createStatement(true) };
 
-/**
- * Layout B's page as JSON text (docs/design.md §5): row_to_json writes compact JSON and escapes
- * strings as JSON.stringify does (quote, backslash, control characters; PostgreSQL text holds
- * no lone surrogate), in the schema's key order; the times as toISOString writes them
- * (milliseconds truncated, as node-postgres reads them). $1 limit, $2 offset. The aggregate
- * returns one row also for an empty page, its json null.
- */
+/** A timestamp column as toISOString writes it (milliseconds truncated, as node-postgres reads them), an SQL text expression. */
 const isoTextSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/**
+ * Layout B's page as JSON text (docs/design.md §5) and the number of posts: row_to_json writes
+ * compact JSON in the schema's key order and escapes strings as JSON.stringify does (quote,
+ * backslash, control characters; PostgreSQL text holds no lone surrogate). $1 limit, $2
+ * offset. The aggregate returns one row also for an empty page, its json null.
+ */
 const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' ORDER BY p.created_at DESC, p.pid DESC) || ']' AS json,
          (SELECT sum(n) FROM posts_count) AS total
     FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) p
