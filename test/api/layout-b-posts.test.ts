@@ -67,6 +67,36 @@ describe('Layout B posts', () => {
     expect(page.json().map((post: { pid: string }) => post.pid)).toEqual([first]);
   });
 
+  it('when posts hold characters JSON escapes, then the list body is byte for byte the JSON of the stored posts', async () => {
+    const awkward = [
+      { title: 'Quote " backslash \\ slash /', content: 'Line\nbreak\ttab\r\u0001\u001f\u007f é 😀 \u2028 </script>' },
+      { title: 'Plain', content: '{"looks":"like json"}' },
+    ];
+    for (const post of awkward) await create(alice, post);
+    // Microseconds the API cannot show: the answer must truncate them as the read path does.
+    await harness.db.sequelize.query(`UPDATE posts SET updated_at = '2026-01-02T03:04:05.123999Z' WHERE post_title = ANY($1)`, {
+      bind: [awkward.map((post) => post.title)],
+    });
+    const res = await api.request({ url: '/api/v1/posts?limit=2', headers: alice.headers });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    const [newest, older] = res.json().map((post: { pid: string }) => Number(post.pid));
+    const rows = [(await findPost(harness.db, newest))!, (await findPost(harness.db, older))!];
+    expect(res.body).toBe(
+      JSON.stringify(
+        rows.map((row) => ({
+          pid: String(row.pid),
+          title: row.postTitle,
+          content: row.postBody,
+          created_at: row.createdAt.toISOString(),
+          updated_at: row.updatedAt.toISOString(),
+        })),
+      ),
+    );
+    expect(rows.map((row) => ({ title: row.postTitle, content: row.postBody }))).toEqual([awkward[1], awkward[0]]);
+    expect(res.json()[0].updated_at).toBe('2026-01-02T03:04:05.123Z');
+  });
+
   it('when the offset is past the end, then the list is 404', async () => {
     const res = await api.request({ url: '/api/v1/posts?offset=100000', headers: alice.headers });
     expect(res.statusCode).toBe(404);

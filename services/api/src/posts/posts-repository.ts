@@ -32,6 +32,14 @@ export interface PostPage {
   posts: PostRecord[];
 }
 
+/** Layout B's list answer (docs/design.md §5) as PostgreSQL wrote it, with the number of posts, both of one snapshot. */
+export interface LayoutBPage {
+  /** The JSON array of the page's posts, `[{"pid","title","content","created_at","updated_at"}]`, pid a string, times as toISOString writes them. */
+  json: string;
+  /** Every post in the table, not only this page's. */
+  total: number;
+}
+
 /** The one posts store both layouts use. Writes are transactional, record a post event and invalidate the cache. */
 export interface PostsRepository {
   /**
@@ -43,8 +51,14 @@ export interface PostsRepository {
   findById(pid: number): Promise<PostRecord | null>;
   /** Newest first; one page read through the created_at index. */
   list(limit: number, offset: number): Promise<PostPage>;
-  /** Number of posts in the table. */
-  count(): Promise<number>;
+  /**
+   * Layout B's page, newest first, as its JSON body and the exact number of posts, in one
+   * statement: the count is the sum of `posts_count`'s shards, which the posts' own writes
+   * keep in their transaction, so the page and its total come from one snapshot and no page
+   * scans the table; PostgreSQL writes the body, so no row is parsed into objects here.
+   * @returns null when the page holds no post
+   */
+  listLayoutB(limit: number, offset: number): Promise<LayoutBPage | null>;
   /** Null when the post does not exist or belongs to another user. */
   update(pid: number, ownerId: number, changes: PostChanges): Promise<PostRecord | null>;
   /** The deleted post; null when it does not exist or belongs to another user. */
@@ -154,6 +168,22 @@ function createStatement(random: boolean): string {
 // table's statistics, so it stays flat as the posts table grows.
 const CREATE_WITH_SEQUENCE_PIDS = { name: 'posts-create-sequence', text: createStatement(false) };
 const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createStatement(true) };
+
+/** A timestamp column as toISOString writes it (milliseconds truncated, as node-postgres reads them), an SQL text expression. */
+const isoTextSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/**
+ * Layout B's page as JSON text (docs/design.md §5) and the number of posts: row_to_json writes
+ * compact JSON in the schema's key order and escapes strings as JSON.stringify does (quote,
+ * backslash, control characters; PostgreSQL text holds no lone surrogate). $1 limit, $2
+ * offset. The aggregate returns one row also for an empty page, its json null.
+ */
+const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' ORDER BY p.created_at DESC, p.pid DESC) || ']' AS json,
+         (SELECT sum(n) FROM posts_count) AS total
+    FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) p
+   CROSS JOIN LATERAL (
+     SELECT p.pid::text AS pid, p.post_title AS title, p.post_body AS content,
+            ${isoTextSql('p.created_at')} AS created_at, ${isoTextSql('p.updated_at')} AS updated_at
+   ) b`;
 
 /** The SQL of a batch of creates ({@link createStatement}), for tests of its plan. */
 export const createPostsSql = (pidSource: PidSource): string => (pidSource === 'random' ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS).text;
@@ -282,9 +312,9 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
       return { posts: found.map(toPostRecord) };
     },
 
-    async count() {
-      const [row] = await rawQuery<{ count: string }>(sequelize, { name: 'posts-count', text: 'SELECT count(*) AS count FROM posts' });
-      return Number(row.count);
+    async listLayoutB(limit, offset) {
+      const [row] = await rawQuery<{ json: string | null; total: string }>(sequelize, { name: 'posts-list-layout-b', text: LIST_LAYOUT_B_SQL, values: [limit, offset] });
+      return row.json === null ? null : { json: row.json, total: Number(row.total) };
     },
 
     async update(pid, ownerId, changes) {

@@ -29,9 +29,10 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
 
   app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsB() }, async (request, reply) => {
-    const [page, total] = await Promise.all([posts.list(request.query.limit, request.query.offset), posts.count()]);
-    if (page.posts.length === 0) return reply.code(404).send(NO_POST);
-    return reply.header('X-Total-Count', total).send(page.posts.map(presentPostB));
+    const page = await posts.listLayoutB(request.query.limit, request.query.offset);
+    if (!page) return reply.code(404).send(NO_POST);
+    // Already the 200 schema's JSON: a string with a JSON content type is sent as it is.
+    return reply.header('X-Total-Count', page.total).type('application/json; charset=utf-8').send(page.json);
   });
 
   app.get<IdParams>(`/posts/${ID}`, { schema: getPostB() }, async (request, reply) => {
