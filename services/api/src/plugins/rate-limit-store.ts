@@ -1,14 +1,29 @@
-import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { RedisClient } from '../../../../shared/redis';
 
-type Counted = (error: Error | null, result?: { current: number; ttl: number }) => void;
+/** A principal's place in its current window. */
+export interface WindowCount {
+  /** Requests counted in the window so far, this one included. */
+  current: number;
+  /** Milliseconds left in the window. */
+  ttl: number;
+}
+
+/** Counts requests per key in a fixed window shared by every api process. */
+export interface RequestCounter {
+  /**
+   * Counts one request of `key`.
+   *
+   * @throws the Redis error when the count could not be made (the caller lets the request through)
+   */
+  count(key: string): Promise<WindowCount>;
+}
 
 /** The script's command, defined once per client: `countRequests(key, windowMs, n, callback)`. */
 interface CountingClient {
   countRequests(key: string, windowMs: number, n: number, callback: (error: Error | null, result?: [number, number]) => void): void;
 }
 
-// The fixed window of @fastify/rate-limit's own Redis store, counting n requests at once:
+// A fixed window counting n requests at once (the one of @fastify/rate-limit's Redis store):
 // the key's first count starts its window; later counts read what is left of it.
 const COUNT_SCRIPT = `
 local current = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -21,54 +36,51 @@ end
 return {current, ttl}
 `;
 
-/** Requests of one key waiting for the round trip under way. */
-interface KeyQueue {
-  waiting: Counted[];
+interface Waiting {
+  resolve(count: WindowCount): void;
+  reject(error: Error): void;
 }
 
 /**
- * A Redis store for `@fastify/rate-limit` with the fixed window of its own Redis store, whose
- * concurrent counts of one key share one round trip: while a key's script runs, the requests
- * that arrive for it wait, then go together as one `INCRBY n`, and each gets its own place in
- * the count (the i-th of n sees `total - n + i`). The count stays atomic in Redis, so the
- * limit holds across api processes exactly as before; under load one principal costs one
- * Redis round trip per batch instead of one per request, and at low load nothing waits.
+ * A Redis request counter whose concurrent counts of one key share one round trip: while a
+ * key's script runs, the requests that arrive for it wait, then go together as one `INCRBY n`,
+ * and each gets its own place in the count (the i-th of n sees `total - n + i`). The count
+ * stays atomic in Redis, so the limit holds across api processes exactly; under load one
+ * principal costs one Redis round trip per batch instead of one per request, and at low load
+ * nothing waits.
  *
  * @param redis - the app's client (a Cluster too: one key per script)
- * @param nameSpace - key prefix, as the plugin's `nameSpace`
+ * @param nameSpace - key prefix, e.g. `<REDIS_PREFIX>:rate-limit:`
+ * @param windowMs - the window's length, ms
  */
-export function coalescingRedisStore(redis: RedisClient, nameSpace: string): FastifyRateLimitStoreCtor {
+export function coalescingRedisCounter(redis: RedisClient, nameSpace: string, windowMs: number): RequestCounter {
   if (!(redis as unknown as Partial<CountingClient>).countRequests) redis.defineCommand('countRequests', { numberOfKeys: 1, lua: COUNT_SCRIPT });
   const client = redis as unknown as CountingClient;
-  const queues = new Map<string, KeyQueue>();
+  // Per key, the requests waiting for the round trip under way.
+  const queues = new Map<string, Waiting[]>();
 
-  function send(key: string, queue: KeyQueue, windowMs: number): void {
-    const batch = queue.waiting;
-    queue.waiting = [];
+  function send(key: string, batch: Waiting[]): void {
+    queues.set(key, []);
     client.countRequests(nameSpace + key, windowMs, batch.length, (error, result) => {
-      if (error || !result) batch.forEach((counted) => counted(error ?? new Error('rate limit script returned nothing')));
-      else batch.forEach((counted, index) => counted(null, { current: result[0] - batch.length + index + 1, ttl: result[1] }));
-      if (queue.waiting.length > 0) send(key, queue, windowMs);
+      if (error || !result) {
+        const failure = error ?? new Error('rate limit script returned nothing');
+        for (const waiting of batch) waiting.reject(failure);
+      } else {
+        batch.forEach((waiting, index) => waiting.resolve({ current: result[0] - batch.length + index + 1, ttl: result[1] }));
+      }
+      const next = queues.get(key)!;
+      if (next.length > 0) send(key, next);
       else queues.delete(key);
     });
   }
 
-  class CoalescingRedisStore implements FastifyRateLimitStore {
-    incr(key: string, counted: Counted, windowMs: number): void {
-      const queue = queues.get(key);
-      if (queue) {
-        queue.waiting.push(counted);
-        return;
-      }
-      const started: KeyQueue = { waiting: [counted] };
-      queues.set(key, started);
-      send(key, started, windowMs);
-    }
-
-    child(): FastifyRateLimitStore {
-      // Route-level limits are not used: every route shares the principal's one count.
-      return this;
-    }
-  }
-  return CoalescingRedisStore;
+  return {
+    count(key) {
+      return new Promise<WindowCount>((resolve, reject) => {
+        const queue = queues.get(key);
+        if (queue) queue.push({ resolve, reject });
+        else send(key, [{ resolve, reject }]);
+      });
+    },
+  };
 }

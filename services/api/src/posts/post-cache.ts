@@ -11,7 +11,11 @@ export type CacheEntry = { kind: 'post'; pid: number } | { kind: 'list'; limit: 
 export interface PostCache {
   /** The cached JSON text, or null on a miss or a Redis failure. */
   read(entry: CacheEntry): Promise<string | null>;
-  /** The current write generation; read it before the database so a racing write cannot be cached over. Null on failure. */
+  /**
+   * The current write generation, read after this call: read it before the database so a racing
+   * write cannot be cached over. The calls of one event-loop turn share one GET, sent at the
+   * end of the turn, so every caller sees a value read after it asked. Null on failure.
+   */
   generation(): Promise<string | null>;
   /** Stores `json` only if no write happened since `generation` was read. */
   write(entry: CacheEntry, json: string, generation: string): Promise<void>;
@@ -52,6 +56,20 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
   const listsKey = `${base}:lists`;
   const postKey = (pid: number) => `${base}:post:${pid}`;
   const warn = (err: unknown, action: string) => log.warn({ err }, `post cache ${action} failed; using the database`);
+  // Callers of generation() in this turn; one GET answers them all once the turn is over.
+  let askers: ((generation: string | null) => void)[] = [];
+  const readGeneration = async () => {
+    const answer = askers;
+    askers = [];
+    let generation: string | null;
+    try {
+      generation = (await redis.get(generationKey)) ?? '0';
+    } catch (err) {
+      warn(err, 'generation read');
+      generation = null;
+    }
+    for (const resolve of answer) resolve(generation);
+  };
 
   return {
     async read(entry) {
@@ -64,13 +82,11 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
         return null;
       }
     },
-    async generation() {
-      try {
-        return (await redis.get(generationKey)) ?? '0';
-      } catch (err) {
-        warn(err, 'generation read');
-        return null;
-      }
+    generation() {
+      return new Promise((resolve) => {
+        if (askers.length === 0) setImmediate(() => void readGeneration());
+        askers.push(resolve);
+      });
     },
     async write(entry, json, generation) {
       const [key, field] = entry.kind === 'post' ? [postKey(entry.pid), ''] : [listsKey, `${entry.limit}:${entry.offset}`];

@@ -22,7 +22,7 @@ export const layoutA: Layout = {
     await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
-    const rateLimit = await createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutA.errorBody });
+    const rateLimit = createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutA.errorBody });
     const authenticate = chainGuards(
       createAuthHook({
         store: credentials,
