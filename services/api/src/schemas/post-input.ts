@@ -84,6 +84,16 @@ export const writePostB = body({ title: title().required(), content: content().r
 /** A numeric path id; digits only by the route's pattern, so any size is a (possibly absent) post. */
 export const postIdParams = Joi.object({ id: Joi.number().integer().unsafe().required() });
 
+// At most 15 digits: always a safe integer, which Number() reads exactly as Joi does.
+const SHORT_DIGITS = /^\d{1,15}$/;
+const shortNumber = (value: unknown) => (typeof value === 'string' && SHORT_DIGITS.test(value) ? Number(value) : undefined);
+
+/** {@link postIdParams}'s value for an id of at most 15 digits; undefined (Joi decides) for anything else. */
+export function postIdParamsShortcut(params: unknown): { id: number } | undefined {
+  const id = shortNumber((params as { id?: unknown }).id);
+  return id === undefined ? undefined : { id };
+}
+
 const pageNumber = (name: string, min: number, max: number, fallback: number) =>
   Joi.number()
     .integer()
@@ -92,10 +102,26 @@ const pageNumber = (name: string, min: number, max: number, fallback: number) =>
     .default(fallback)
     .messages({ '*': `${name} must be an integer from ${min} to ${max}.` });
 
+const MAX_OFFSET = 2_147_483_647;
+
 /** Pagination query; other query keys are ignored. */
 export function pageQuery(defaultLimit: number, maxLimit: number) {
   return Joi.object({
     limit: pageNumber('limit', 1, maxLimit, defaultLimit),
-    offset: pageNumber('offset', 0, 2_147_483_647, 0),
+    offset: pageNumber('offset', 0, MAX_OFFSET, 0),
   }).unknown(true);
+}
+
+/**
+ * {@link pageQuery}'s value for a query whose limit and offset are absent or plain digits in
+ * range; undefined (Joi decides) for anything else, every error included.
+ */
+export function pageQueryShortcut(defaultLimit: number, maxLimit: number): (query: unknown) => object | undefined {
+  return (query) => {
+    const given = query as { limit?: unknown; offset?: unknown };
+    const limit = given.limit === undefined ? defaultLimit : shortNumber(given.limit);
+    const offset = given.offset === undefined ? 0 : shortNumber(given.offset);
+    if (limit === undefined || offset === undefined || limit < 1 || limit > maxLimit || offset > MAX_OFFSET) return undefined;
+    return { ...given, limit, offset };
+  };
 }
