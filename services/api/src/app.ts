@@ -166,6 +166,8 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     prefix: '/api/v1',
     config,
     credentials,
+    // Layout A's reads need the post cache's write generation: the rate limit's round trip reads it on the way.
+    rateLimitCompanion: config.apiLayout === 'a' ? cache.companion : undefined,
     posts,
     postReader,
     images,

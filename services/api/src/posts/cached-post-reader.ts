@@ -2,8 +2,15 @@ import type { CacheEntry, PostCache } from './post-cache';
 import type { PostRecord } from './post-record';
 import type { PostPage, PostsRepository } from './posts-repository';
 
-/** Layout A's reads: the repository's reads through the Redis cache (docs/design.md §3). */
-export type PostReader = Pick<PostsRepository, 'findById' | 'list'>;
+/**
+ * Layout A's reads: the repository's reads through the Redis cache (docs/design.md §3).
+ * `arrivedAt` (`performance.now()` ms when the request arrived) lets a generation read made
+ * since then answer; the repository ignores it.
+ */
+export interface PostReader {
+  findById(pid: number, arrivedAt?: number): Promise<PostRecord | null>;
+  list(limit: number, offset: number, arrivedAt?: number): Promise<PostPage>;
+}
 
 export interface CachedPostReaderOptions {
   /** Posts this process keeps in memory; the oldest goes first. Default 10 000. */
@@ -30,9 +37,10 @@ interface Remembered<T> {
  *
  * In front of Redis, each process keeps what it read in memory, tagged with the write
  * generation it read first; a copy serves only while the generation is unchanged. Every write
- * from either layout bumps the generation when it invalidates, and each read asks for the
- * generation anew (one GET per event-loop turn, shared), so a read that starts after a write
- * was answered never sees the memory's older copy: the cache stays exactly as fresh as Redis
+ * from either layout bumps the generation when it invalidates, and each read takes a
+ * generation read after its request arrived (the rate limit's round trip reads it on the way;
+ * else one GET per event-loop turn, shared), so a read that starts after a write was answered
+ * never sees the memory's older copy: the cache stays exactly as fresh as Redis
  * alone, without moving the post through Redis on every read. Redis away: no generation, so
  * nothing is served from memory either. Values handed out are frozen: they are shared.
  */
@@ -45,12 +53,13 @@ export function createCachedPostReader(repository: PostsRepository, cache: PostC
     memory: Map<K, Remembered<T>>,
     maxEntries: number,
     key: K,
+    arrivedAt: number | undefined,
     entry: CacheEntry,
     load: () => Promise<T>,
     worthCaching: (value: T) => boolean,
     freeze: (value: T) => T,
   ): Promise<T> {
-    const generation = await cache.generation();
+    const generation = await cache.generation(arrivedAt);
     if (generation === null) return load();
     const known = memory.get(key);
     if (known !== undefined && known.generation === generation && known.expiresAt > Date.now()) return known.value;
@@ -71,13 +80,14 @@ export function createCachedPostReader(repository: PostsRepository, cache: PostC
   }
 
   return {
-    findById: (pid) =>
-      through<number, PostRecord | null>(posts, maxPosts, pid, { kind: 'post', pid }, () => repository.findById(pid), (post) => post !== null, Object.freeze),
-    list: (limit, offset) =>
+    findById: (pid, arrivedAt) =>
+      through<number, PostRecord | null>(posts, maxPosts, pid, arrivedAt, { kind: 'post', pid }, () => repository.findById(pid), (post) => post !== null, Object.freeze),
+    list: (limit, offset, arrivedAt) =>
       through<string, PostPage>(
         pages,
         maxPages,
         `${limit}:${offset}`,
+        arrivedAt,
         { kind: 'list', limit, offset },
         () => repository.list(limit, offset),
         (page) => page.posts.length > 0,

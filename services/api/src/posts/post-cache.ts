@@ -12,15 +12,31 @@ export interface PostCache {
   /** The cached JSON text, or null on a miss or a Redis failure. */
   read(entry: CacheEntry): Promise<string | null>;
   /**
-   * The current write generation, read after this call: read it before the database so a racing
-   * write cannot be cached over. The calls of one event-loop turn share one GET, sent at the
-   * end of the turn, so every caller sees a value read after it asked. Null on failure.
+   * The current write generation, as read after the request arrived (or, without `arrivedAt`,
+   * after this call): read it before the database so a racing write cannot be cached over, and
+   * compare it with a copy's to know the copy current. A read sent along with another round
+   * trip after `arrivedAt` ({@link GenerationCompanion}) answers at once; otherwise the calls of
+   * one event-loop turn share one GET, sent at the end of the turn. Null on failure.
+   *
+   * @param arrivedAt - when the request arrived, `performance.now()` ms
    */
-  generation(): Promise<string | null>;
+  generation(arrivedAt?: number): Promise<string | null>;
+  /** Lets another round trip to the same Redis read the generation on the way (the rate limit's). */
+  readonly companion: GenerationCompanion;
   /** Stores `json` only if no write happened since `generation` was read. */
   write(entry: CacheEntry, json: string, generation: string): Promise<void>;
   /** Drops the posts' entries and every list page, in one round trip; call after the write commits. */
   invalidate(pid: number | readonly number[]): Promise<void>;
+}
+
+/**
+ * A read of the write generation made by someone else's round trip to the same Redis: they
+ * read `key` (a missing key is generation '0') and hand over what they read with the
+ * `performance.now()` ms at which their command was sent.
+ */
+export interface GenerationCompanion {
+  key: string;
+  seen(generation: string, sentAt: number): void;
 }
 
 export interface PostCacheOptions {
@@ -56,6 +72,11 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
   const listsKey = `${base}:lists`;
   const postKey = (pid: number) => `${base}:post:${pid}`;
   const warn = (err: unknown, action: string) => log.warn({ err }, `post cache ${action} failed; using the database`);
+  // The newest generation read, with when its command was sent: it answers requests that arrived before.
+  let latest = { generation: '', sentAt: -Infinity };
+  const seen = (generation: string, sentAt: number) => {
+    if (sentAt > latest.sentAt) latest = { generation, sentAt };
+  };
   // Callers of generation() in this turn; one GET answers them all once the turn is over.
   let askers: ((generation: string | null) => void)[] = [];
   const readGeneration = async () => {
@@ -63,7 +84,9 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
     askers = [];
     let generation: string | null;
     try {
+      const sentAt = performance.now();
       generation = (await redis.get(generationKey)) ?? '0';
+      seen(generation, sentAt);
     } catch (err) {
       warn(err, 'generation read');
       generation = null;
@@ -82,7 +105,9 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
         return null;
       }
     },
-    generation() {
+    companion: { key: generationKey, seen },
+    generation(arrivedAt) {
+      if (arrivedAt !== undefined && latest.sentAt >= arrivedAt) return Promise.resolve(latest.generation);
       return new Promise((resolve) => {
         if (askers.length === 0) setImmediate(() => void readGeneration());
         askers.push(resolve);

@@ -16,6 +16,9 @@ type CreateBody = { title: string; body: string; userId: number; image?: Buffer 
 const ID = ':id(^\\d+$)';
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
+/** When the request arrived, `performance.now()` ms (Fastify's own start of the request). */
+const arrivalOf = (reply: FastifyReply) => performance.now() - reply.elapsedTime;
+
 /** Layout A's posts routes (docs/design.md §5): HTTP only, over the shared repository and Layout A's cached reads. */
 export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, images }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
@@ -33,13 +36,13 @@ export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, 
   };
 
   app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsA() }, async (request, reply) => {
-    const page = await postReader.list(request.query.limit, request.query.offset);
+    const page = await postReader.list(request.query.limit, request.query.offset, arrivalOf(reply));
     if (page.posts.length === 0) return reply.code(204).send();
     return answer(reply, page, () => ({ status: 200, items: page.posts.map(present.listItem) }));
   });
 
   app.get<IdParams>(`/posts/${ID}`, { schema: getPostA() }, async (request, reply) => {
-    const post = await postReader.findById(request.params.id);
+    const post = await postReader.findById(request.params.id, arrivalOf(reply));
     if (!post) return reply.code(204).send();
     return answer(reply, post, () => ({ status: 200, item: present.item(post) }));
   });
