@@ -1,6 +1,6 @@
 import { AUTHENTICATED, EMPTY, messageSchema, postIdParamsSchema } from './common';
 import { validatedBy } from './joi-validation';
-import { createPostA, pageQuery, pageQueryShortcut, updatePostA } from './post-input';
+import { createPostA, createPostAShortcut, pageQuery, pageQueryShortcut, updatePostA } from './post-input';
 
 // Route schemas of Layout A (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
@@ -98,6 +98,7 @@ export function createPostSchemaA() {
         required: ['title', 'body', 'userId'],
       },
       createPostA,
+      createPostAShortcut,
     ),
     response: {
       200: {

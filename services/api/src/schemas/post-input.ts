@@ -81,6 +81,33 @@ export const updatePostA = body({ title: title(), content: content(), body: cont
 /** Layout B create and update: `title` and `content`, both required. */
 export const writePostB = body({ title: title().required(), content: content().required() });
 
+/**
+ * A text field {@link text} takes as it is: a string, not blank, without NUL, and (with a
+ * maximum) no longer in UTF-16 units, so surely not in characters. Anything else is Joi's to judge.
+ */
+function plainText(value: unknown, maxCharacters?: number): value is string {
+  return typeof value === 'string' && value.trim() !== '' && !value.includes('\u0000') && (maxCharacters === undefined || value.length <= maxCharacters);
+}
+
+/** A body with exactly `count` own keys: an unknown key or a missing one is Joi's to report. */
+function hasKeys(value: unknown, count: number): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === count;
+}
+
+/** {@link writePostB}'s value for a plainly valid `{title, content}`; undefined (Joi decides) for anything else. */
+export function writePostBShortcut(input: unknown): object | undefined {
+  if (!hasKeys(input, 2)) return undefined;
+  return plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.content) ? input : undefined;
+}
+
+/** {@link createPostA}'s value for a plainly valid JSON `{title, body, userId}` (userId a number); undefined (Joi decides) for anything else. */
+export function createPostAShortcut(input: unknown): object | undefined {
+  if (!hasKeys(input, 3)) return undefined;
+  const { userId: id } = input;
+  const valid = plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.body) && typeof id === 'number' && Number.isSafeInteger(id) && id > 0;
+  return valid ? input : undefined;
+}
+
 /** A numeric path id; digits only by the route's pattern, so any size is a (possibly absent) post. */
 export const postIdParams = Joi.object({ id: Joi.number().integer().unsafe().required() });
 
