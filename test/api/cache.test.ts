@@ -54,6 +54,23 @@ describe('Layout A read cache (docs/design.md §3)', () => {
     expect((await readThroughA(pid)).statusCode).toBe(204);
   });
 
+  it.each([
+    ['with the rate limit (its round trip reads the generation)', 6000],
+    ['without the rate limit (a GET of the generation per turn)', 0],
+  ])('when another Layout A process updates or deletes a post this one has read, then this one answers the change at once, %s', async (_how, rateLimitPerMin) => {
+    const reader = await harness.start('a', { rateLimitPerMin });
+    const writer = await harness.start('a', { rateLimitPerMin });
+    const pid = await createThroughB('Read twice');
+    for (let i = 0; i < 3; i++) expect((await reader.request({ url: `/api/v1/posts/${pid}`, headers: alice.headers })).json().item.title).toBe('Read twice');
+
+    const updated = await writer.request({ method: 'PUT', url: `/api/v1/posts/update/${pid}`, headers: alice.headers, payload: { title: 'Changed' } });
+    expect(updated.statusCode).toBe(200);
+    expect((await reader.request({ url: `/api/v1/posts/${pid}`, headers: alice.headers })).json().item.title).toBe('Changed');
+
+    expect((await writer.request({ method: 'DELETE', url: `/api/v1/posts/delete/${pid}`, headers: alice.headers })).statusCode).toBe(204);
+    expect((await reader.request({ url: `/api/v1/posts/${pid}`, headers: alice.headers })).statusCode).toBe(204);
+  });
+
   it('when Redis is unreachable, then Layout A still serves reads and writes from PostgreSQL', async () => {
     const offline = await harness.start('a', { redisUrl: 'redis://127.0.0.1:1' });
     const pid = await createThroughB('Served without Redis');

@@ -99,8 +99,9 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.decorateRequest('principal', null);
   app.register(requestTracing);
   // Echo the id so a client can quote it; it is in every log line of the request.
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   app.setErrorHandler(createErrorHandler(layout.errorBody));
   app.setNotFoundHandler((_request, reply) => reply.code(404).send(layout.errorBody(404, 'Not found.')));
@@ -165,6 +166,8 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     prefix: '/api/v1',
     config,
     credentials,
+    // Layout A's reads need the post cache's write generation: the rate limit's round trip reads it on the way.
+    rateLimitCompanion: config.apiLayout === 'a' ? cache.companion : undefined,
     posts,
     postReader,
     images,

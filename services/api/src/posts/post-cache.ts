@@ -11,12 +11,41 @@ export type CacheEntry = { kind: 'post'; pid: number } | { kind: 'list'; limit: 
 export interface PostCache {
   /** The cached JSON text, or null on a miss or a Redis failure. */
   read(entry: CacheEntry): Promise<string | null>;
-  /** The current write generation; read it before the database so a racing write cannot be cached over. Null on failure. */
-  generation(): Promise<string | null>;
+  /**
+   * The current write generation, as read after the request arrived (or, without `arrivedAt`,
+   * after this call): read it before the database so a racing write cannot be cached over, and
+   * compare it with a copy's to know the copy current. A read sent along with another round
+   * trip after `arrivedAt` ({@link GenerationCompanion}) answers at once; otherwise the calls of
+   * one event-loop turn share one GET, sent at the end of the turn. Null on failure.
+   *
+   * @param arrivedAt - when the request arrived, `performance.now()` ms
+   */
+  generation(arrivedAt?: number): Promise<string | null>;
+  /** Lets another round trip to the same Redis read the generation on the way (the rate limit's). */
+  readonly companion: GenerationCompanion;
   /** Stores `json` only if no write happened since `generation` was read. */
   write(entry: CacheEntry, json: string, generation: string): Promise<void>;
   /** Drops the posts' entries and every list page, in one round trip; call after the write commits. */
   invalidate(pid: number | readonly number[]): Promise<void>;
+}
+
+// KEYS: generation key, then the entries to drop (DEL in chunks: Lua unpacks a few thousand at
+// most). One script rather than MULTI/EXEC: atomic alike, and no transaction pipeline in the client.
+const INVALIDATE = `
+redis.call('INCR', KEYS[1])
+for i = 2, #KEYS, 1000 do
+  redis.call('DEL', unpack(KEYS, i, math.min(i + 999, #KEYS)))
+end
+return 1`;
+
+/**
+ * A read of the write generation made by someone else's round trip to the same Redis: they
+ * read `key` (a missing key is generation '0') and hand over what they read with the
+ * `performance.now()` ms at which their command was sent.
+ */
+export interface GenerationCompanion {
+  key: string;
+  seen(generation: string, sentAt: number): void;
 }
 
 export interface PostCacheOptions {
@@ -52,6 +81,27 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
   const listsKey = `${base}:lists`;
   const postKey = (pid: number) => `${base}:post:${pid}`;
   const warn = (err: unknown, action: string) => log.warn({ err }, `post cache ${action} failed; using the database`);
+  // The newest generation read, with when its command was sent: it answers requests that arrived before.
+  let latest = { generation: '', sentAt: -Infinity };
+  const seen = (generation: string, sentAt: number) => {
+    if (sentAt > latest.sentAt) latest = { generation, sentAt };
+  };
+  // Callers of generation() in this turn; one GET answers them all once the turn is over.
+  let askers: ((generation: string | null) => void)[] = [];
+  const readGeneration = async () => {
+    const answer = askers;
+    askers = [];
+    let generation: string | null;
+    try {
+      const sentAt = performance.now();
+      generation = (await redis.get(generationKey)) ?? '0';
+      seen(generation, sentAt);
+    } catch (err) {
+      warn(err, 'generation read');
+      generation = null;
+    }
+    for (const resolve of answer) resolve(generation);
+  };
 
   return {
     async read(entry) {
@@ -64,13 +114,13 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
         return null;
       }
     },
-    async generation() {
-      try {
-        return (await redis.get(generationKey)) ?? '0';
-      } catch (err) {
-        warn(err, 'generation read');
-        return null;
-      }
+    companion: { key: generationKey, seen },
+    generation(arrivedAt) {
+      if (arrivedAt !== undefined && latest.sentAt >= arrivedAt) return Promise.resolve(latest.generation);
+      return new Promise((resolve) => {
+        if (askers.length === 0) setImmediate(() => void readGeneration());
+        askers.push(resolve);
+      });
     },
     async write(entry, json, generation) {
       const [key, field] = entry.kind === 'post' ? [postKey(entry.pid), ''] : [listsKey, `${entry.limit}:${entry.offset}`];
@@ -83,11 +133,8 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
     async invalidate(pid) {
       try {
         const pids = typeof pid === 'number' ? [pid] : pid;
-        await redis
-          .multi()
-          .incr(generationKey)
-          .del(...pids.map(postKey), listsKey)
-          .exec();
+        const keys = [generationKey, listsKey, ...pids.map(postKey)];
+        await redis.eval(INVALIDATE, keys.length, ...keys);
       } catch (err) {
         log.error({ err, pid }, 'post cache invalidation failed; cached reads may be stale until the TTL');
       }

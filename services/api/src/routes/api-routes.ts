@@ -4,6 +4,7 @@ import type { ErrorBody } from '../error-handler';
 import type { ImageStore } from '../images/image-store';
 import type { AuthenticatedUser } from '../plugins/auth';
 import type { CredentialStore } from '../plugins/credential-store';
+import type { CountCompanion } from '../plugins/rate-limit-store';
 import type { PostReader } from '../posts/cached-post-reader';
 import type { PostsRepository } from '../posts/posts-repository';
 
@@ -27,7 +28,7 @@ export type ApiRoutes = FastifyPluginAsync<ApiRouteOptions>;
 export interface Layout {
   errorBody: ErrorBody;
   /** Mounts `routes` behind the layout's auth (over `credentials`), plus its unknown-endpoint answer. */
-  plugin: FastifyPluginAsync<ApiRouteOptions & { routes: ApiRoutes[]; credentials: CredentialStore }>;
+  plugin: FastifyPluginAsync<ApiRouteOptions & { routes: ApiRoutes[]; credentials: CredentialStore; rateLimitCompanion?: CountCompanion }>;
   postsRoutes: ApiRoutes;
 }
 

@@ -1,4 +1,4 @@
-import { postIdParams } from './post-input';
+import { postIdParams, postIdParamsShortcut } from './post-input';
 import { validatedBy } from './joi-validation';
 
 /** OpenAPI security requirement of every authenticated route (schemes defined in the swagger plugin). */
@@ -9,6 +9,7 @@ export function postIdParamsSchema() {
   return validatedBy(
     { type: 'object', properties: { id: { type: 'integer', minimum: 1, description: 'Post id (pid)' } }, required: ['id'] },
     postIdParams,
+    postIdParamsShortcut,
   );
 }
 

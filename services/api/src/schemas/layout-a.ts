@@ -1,6 +1,6 @@
 import { AUTHENTICATED, EMPTY, messageSchema, postIdParamsSchema } from './common';
 import { validatedBy } from './joi-validation';
-import { createPostA, pageQuery, updatePostA } from './post-input';
+import { createPostA, createPostAShortcut, pageQuery, pageQueryShortcut, updatePostA } from './post-input';
 
 // Route schemas of Layout A (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
@@ -52,6 +52,7 @@ export function listPostsA() {
         },
       },
       pageQuery(10, 100),
+      pageQueryShortcut(10, 100),
     ),
     response: {
       200: { type: 'object', properties: { status: { type: 'integer' }, items: { type: 'array', items: listItem } }, required: ['status', 'items'] },
@@ -97,6 +98,7 @@ export function createPostSchemaA() {
         required: ['title', 'body', 'userId'],
       },
       createPostA,
+      createPostAShortcut,
     ),
     response: {
       200: {

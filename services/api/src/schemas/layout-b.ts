@@ -1,6 +1,6 @@
 import { AUTHENTICATED, messageSchema, postIdParamsSchema } from './common';
 import { validatedBy } from './joi-validation';
-import { pageQuery, writePostB } from './post-input';
+import { pageQuery, pageQueryShortcut, writePostB, writePostBShortcut } from './post-input';
 
 // Route schemas of Layout B (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
@@ -28,7 +28,11 @@ const outcome = (description: string) => ({
 });
 
 const writeBody = () =>
-  validatedBy({ type: 'object', properties: { title: { type: 'string', maxLength: 255 }, content: { type: 'string' } }, required: ['title', 'content'] }, writePostB);
+  validatedBy(
+    { type: 'object', properties: { title: { type: 'string', maxLength: 255 }, content: { type: 'string' } }, required: ['title', 'content'] },
+    writePostB,
+    writePostBShortcut,
+  );
 
 export function listPostsB() {
   return {
@@ -41,6 +45,7 @@ export function listPostsB() {
         properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, offset: { type: 'integer', minimum: 0, default: 0 } },
       },
       pageQuery(100, 1000),
+      pageQueryShortcut(100, 1000),
     ),
     response: { 200: { type: 'array', items: post }, 400: messageSchema('Bad limit or offset'), 404: messageSchema('No post found'), ...COMMON_ERRORS },
   };

@@ -81,8 +81,45 @@ export const updatePostA = body({ title: title(), content: content(), body: cont
 /** Layout B create and update: `title` and `content`, both required. */
 export const writePostB = body({ title: title().required(), content: content().required() });
 
+/**
+ * A text field {@link text} takes as it is: a string, not blank, without NUL, and (with a
+ * maximum) no longer in UTF-16 units, so surely not in characters. Anything else is Joi's to judge.
+ */
+function plainText(value: unknown, maxCharacters?: number): value is string {
+  return typeof value === 'string' && value.trim() !== '' && !value.includes('\u0000') && (maxCharacters === undefined || value.length <= maxCharacters);
+}
+
+/** A body with exactly `count` own keys: an unknown key or a missing one is Joi's to report. */
+function hasKeys(value: unknown, count: number): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === count;
+}
+
+/** {@link writePostB}'s value for a plainly valid `{title, content}`; undefined (Joi decides) for anything else. */
+export function writePostBShortcut(input: unknown): object | undefined {
+  if (!hasKeys(input, 2)) return undefined;
+  return plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.content) ? input : undefined;
+}
+
+/** {@link createPostA}'s value for a plainly valid JSON `{title, body, userId}` (userId a number); undefined (Joi decides) for anything else. */
+export function createPostAShortcut(input: unknown): object | undefined {
+  if (!hasKeys(input, 3)) return undefined;
+  const { userId: id } = input;
+  const valid = plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.body) && typeof id === 'number' && Number.isSafeInteger(id) && id > 0;
+  return valid ? input : undefined;
+}
+
 /** A numeric path id; digits only by the route's pattern, so any size is a (possibly absent) post. */
 export const postIdParams = Joi.object({ id: Joi.number().integer().unsafe().required() });
+
+// At most 15 digits: always a safe integer, which Number() reads exactly as Joi does.
+const SHORT_DIGITS = /^\d{1,15}$/;
+const shortNumber = (value: unknown) => (typeof value === 'string' && SHORT_DIGITS.test(value) ? Number(value) : undefined);
+
+/** {@link postIdParams}'s value for an id of at most 15 digits; undefined (Joi decides) for anything else. */
+export function postIdParamsShortcut(params: unknown): { id: number } | undefined {
+  const id = shortNumber((params as { id?: unknown }).id);
+  return id === undefined ? undefined : { id };
+}
 
 const pageNumber = (name: string, min: number, max: number, fallback: number) =>
   Joi.number()
@@ -92,10 +129,26 @@ const pageNumber = (name: string, min: number, max: number, fallback: number) =>
     .default(fallback)
     .messages({ '*': `${name} must be an integer from ${min} to ${max}.` });
 
+const MAX_OFFSET = 2_147_483_647;
+
 /** Pagination query; other query keys are ignored. */
 export function pageQuery(defaultLimit: number, maxLimit: number) {
   return Joi.object({
     limit: pageNumber('limit', 1, maxLimit, defaultLimit),
-    offset: pageNumber('offset', 0, 2_147_483_647, 0),
+    offset: pageNumber('offset', 0, MAX_OFFSET, 0),
   }).unknown(true);
+}
+
+/**
+ * {@link pageQuery}'s value for a query whose limit and offset are absent or plain digits in
+ * range; undefined (Joi decides) for anything else, every error included.
+ */
+export function pageQueryShortcut(defaultLimit: number, maxLimit: number): (query: unknown) => object | undefined {
+  return (query) => {
+    const given = query as { limit?: unknown; offset?: unknown };
+    const limit = given.limit === undefined ? defaultLimit : shortNumber(given.limit);
+    const offset = given.offset === undefined ? 0 : shortNumber(given.offset);
+    if (limit === undefined || offset === undefined || limit < 1 || limit > maxLimit || offset > MAX_OFFSET) return undefined;
+    return { ...given, limit, offset };
+  };
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A new opaque bearer token: 32 random bytes, base64url (43 characters). Shown once, stored only as its hash. */
 export function generateApiToken(): string {
@@ -7,7 +7,8 @@ export function generateApiToken(): string {
 
 /** The form stored in `users.api_token_hash`: lowercase hex sha256 of the token's UTF-8 bytes. */
 export function hashApiToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  // The one-shot form: no Hash object per request.
+  return hash('sha256', token, 'hex');
 }
 
 const NO_HASH = Buffer.alloc(32);

@@ -1,5 +1,8 @@
+import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../errors';
 import { idempotencyClaimOf } from '../../plugins/idempotency';
+import type { PostRecord } from '../../posts/post-record';
+import type { PostPage } from '../../posts/posts-repository';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaA, deletePostSchemaA, getPostA, listPostsA, updatePostSchemaA } from '../../schemas/layout-a';
 import { ApiRoutes, currentUser } from '../api-routes';
@@ -11,22 +14,37 @@ type CreateBody = { title: string; body: string; userId: number; image?: Buffer 
 
 // find-my-way pattern: the spec's {post_id} is an integer segment; anything else is an unknown endpoint.
 const ID = ':id(^\\d+$)';
+const JSON_UTF8 = 'application/json; charset=utf-8';
+
+/** When the request arrived, `performance.now()` ms (Fastify's own start of the request). */
+const arrivalOf = (reply: FastifyReply) => performance.now() - reply.elapsedTime;
 
 /** Layout A's posts routes (docs/design.md §5): HTTP only, over the shared repository and Layout A's cached reads. */
 export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, images }) => {
   app.setValidatorCompiler(joiValidatorCompiler);
   const present = createLayoutAPresenter(config.appUrl);
 
+  // The reader hands out the same frozen page or record while it is current: its answer is serialised once.
+  const answers = new WeakMap<PostPage | PostRecord, string>();
+  const answer = (reply: FastifyReply, read: PostPage | PostRecord, body: () => object) => {
+    let json = answers.get(read);
+    if (json === undefined) {
+      json = reply.serialize(body()) as string;
+      answers.set(read, json);
+    }
+    return reply.type(JSON_UTF8).send(json);
+  };
+
   app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsA() }, async (request, reply) => {
-    const page = await postReader.list(request.query.limit, request.query.offset);
+    const page = await postReader.list(request.query.limit, request.query.offset, arrivalOf(reply));
     if (page.posts.length === 0) return reply.code(204).send();
-    return { status: 200, items: page.posts.map(present.listItem) };
+    return answer(reply, page, () => ({ status: 200, items: page.posts.map(present.listItem) }));
   });
 
   app.get<IdParams>(`/posts/${ID}`, { schema: getPostA() }, async (request, reply) => {
-    const post = await postReader.findById(request.params.id);
+    const post = await postReader.findById(request.params.id, arrivalOf(reply));
     if (!post) return reply.code(204).send();
-    return { status: 200, item: present.item(post) };
+    return answer(reply, post, () => ({ status: 200, item: present.item(post) }));
   });
 
   app.post<{ Body: CreateBody }>(

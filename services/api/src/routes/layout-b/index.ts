@@ -20,7 +20,7 @@ export const layoutB: Layout = {
     await app.register(formbody);
     const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
-    const rateLimit = await createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutB.errorBody });
+    const rateLimit = createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutB.errorBody });
     const authenticate = createAuthHook({
       store: credentials,
       unauthorizedBody: LAYOUT_B_UNAUTHORIZED,
