@@ -7,6 +7,7 @@ import { readCpuSeconds, sleep } from './lib/children';
 import { subscribeOnly, waitForReceipts } from './lib/delivery-run';
 import { freePort } from './lib/net';
 import { pacedLoad } from './lib/paced-load';
+import { readStatements, StatementSnapshot, statementsPerDelivery } from './lib/pg-statements';
 import { Figure, formatNumber, formatSection, Section } from './lib/report';
 import { Scope } from './lib/scope';
 import { startApi, startSink, startWorker } from './lib/services';
@@ -27,6 +28,8 @@ export interface DeliveryCost {
   pgBackendCpuMs: number;
   workerCpuMs: number;
   apiCpuMs: number;
+  /** pg_stat_statements of the run, per delivery (empty when the server does not load it). */
+  pgStatements: string[];
 }
 
 /**
@@ -128,6 +131,7 @@ interface Snapshot {
   bytes: number;
   /** CPU seconds of each backend serving the run's database, by pid. */
   backends: Map<number, number>;
+  statements: StatementSnapshot;
 }
 
 async function snapshot(redis: Redis, db: BenchDatabase): Promise<Snapshot> {
@@ -140,6 +144,7 @@ async function snapshot(redis: Redis, db: BenchDatabase): Promise<Snapshot> {
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? 0);
   return withClient(db.url, async (client) => {
     await client.query('SELECT pg_stat_clear_snapshot()');
+    const statements = await readStatements(client);
     const stats = (
       await client.query<{ transactions: string; inserted: string; updated: string }>(
         `SELECT xact_commit + xact_rollback AS transactions, tup_inserted AS inserted, tup_updated AS updated
@@ -164,6 +169,7 @@ async function snapshot(redis: Redis, db: BenchDatabase): Promise<Snapshot> {
       updated: Number(stats.updated),
       bytes: Number(bytes.bytes),
       backends: new Map(pids.map(({ pid }) => [pid, readCpuSeconds(pid)])),
+      statements,
     };
   });
 }
@@ -190,6 +196,7 @@ export function perDelivery(deliveries: number, before: Snapshot, after: Snapsho
     pgBackendCpuMs: per(backendCpuS * 1000),
     workerCpuMs: per(cpuS.worker * 1000),
     apiCpuMs: per(cpuS.api * 1000),
+    pgStatements: statementsPerDelivery(before.statements, after.statements, deliveries),
   };
 }
 
@@ -218,6 +225,7 @@ function capacitySection(settings: BenchSettings, rate: number, cost: DeliveryCo
     ],
     notes: [
       `Posts are created through api layout b, open loop at ${formatNumber(rate)}/s (\`BENCH_CAPACITY_RATE\`) for ${settings.latencyDurationS} s after a ${settings.apiWarmupS} s warm-up, one endpoint subscribed, so one post is one delivery. A Redis server of the run's own counts every command (INFO commandstats) and its CPU (INFO cpu); PostgreSQL's figures are the run database's own counters (pg_stat_database, pg_total_relation_size of every table) and the CPU of the backends serving it (/proc), without the server's background processes (WAL writer, checkpointer, autovacuum).`,
+      ...(cost.pgStatements.length > 0 ? [`PostgreSQL statements per delivery (pg_stat_statements, calls × execution time): ${cost.pgStatements.map((line) => `\`${line}\``).join('; ')}`] : []),
       'A rate well below saturation keeps queueing out of the figures; batching (group commit, the gate\'s batched scripts) makes them smaller still at higher rates. docs/capacity.md turns them into masters, workers and PostgreSQL cores for a given rate.',
     ],
   };

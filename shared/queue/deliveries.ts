@@ -113,14 +113,20 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
  * @param deliveries - delivery ids, or jobs when the caller knows more (the gate key); with
  *   several queue partitions a missing gate key is read from the rows (one query), since it
  *   picks the partition
+ * @param mark - marks the rows once their jobs are added; default at once
+ *   (shared/deliveries `markEnqueued`), the outbox's own deferred marks on the hot path
  */
-export async function queueRecordedDeliveries(deps: DeliveryDeps, deliveries: readonly (string | DeliveryJob)[]): Promise<void> {
+export async function queueRecordedDeliveries(
+  deps: DeliveryDeps,
+  deliveries: readonly (string | DeliveryJob)[],
+  mark: (ids: string[]) => Promise<void> | void = (ids) => markEnqueued(deps.db.sequelize, ids),
+): Promise<void> {
   const given = deliveries.map((delivery): DeliveryJob => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
   const ids = given.map((job) => job.deliveryId);
   try {
     const jobs = deps.queue.count > 1 ? await withGates(deps.db.sequelize, given) : given;
     await addDeliveryJobs(deps.queue, jobs);
-    await markEnqueued(deps.db.sequelize, ids);
+    await mark(ids);
   } catch (error) {
     deps.logger?.warn({ err: error, deliveryIds: ids }, 'enqueue failed; the outbox relay will retry');
   }

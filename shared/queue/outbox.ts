@@ -2,7 +2,7 @@ import type { RedisClient } from '../redis';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { markEnqueued } from '../deliveries/enqueued-mark';
+import { createDeferredEnqueuedMarks, markEnqueued } from '../deliveries/enqueued-mark';
 import { insertDeliveryJobs, type PostEvent } from '../deliveries/post-events';
 import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from '../deliveries/relay-rows';
 import { queueRecordedDeliveries } from './deliveries';
@@ -45,8 +45,9 @@ export interface Outbox {
    * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`,
    * serialised once. Only operator endpoints and those of the post's owner (`data.user_id`)
    * receive it (docs/design.md §6 ownership). After commit, without holding up the
-   * caller, the rows are added to the queue and marked `enqueued_at`; when Redis is away
-   * that is logged and left to the relay, and the caller's commit still succeeds.
+   * caller, the rows are added to the queue and, those no claim marked first, marked
+   * `enqueued_at` within 250 ms; when Redis is away that is logged and left to the relay, and
+   * the caller's commit still succeeds.
    *
    * @param data - the event data of docs/design.md §6 (`pid`, `uuid`, `user_id`, ...)
    * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
@@ -102,6 +103,9 @@ export function createOutbox(options: OutboxOptions): Outbox {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   const inFlight = new Set<Promise<void>>();
+  const marks = createDeferredEnqueuedMarks(sequelize, MARK_DELAY_MS, (error, ids) =>
+    logger.warn({ err: error, deliveryIds: ids }, 'enqueued mark failed; the outbox relay will mark the rows'),
+  );
 
   async function relayPending(): Promise<number> {
     return sequelize.transaction(async (transaction) => {
@@ -208,7 +212,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   function enqueueCommitted(jobs: readonly DeliveryJob[]): void {
     if (jobs.length === 0) return;
-    const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs).finally(() => inFlight.delete(enqueuing));
+    const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs, (ids) => marks.add(ids)).finally(() => inFlight.delete(enqueuing));
     inFlight.add(enqueuing);
   }
 
@@ -241,11 +245,18 @@ export function createOutbox(options: OutboxOptions): Outbox {
       timer = undefined;
       connection.off('ready', pass);
       await Promise.all([running, ...inFlight]);
+      await marks.flush().catch(() => undefined);
     },
 
     relayOnce,
   };
 }
+
+/**
+ * How long the enqueued mark of a commit's rows waits, ms: long enough for the worker's claim
+ * to mark most of them first, well under the relay's 1 s grace for unmarked rows.
+ */
+const MARK_DELAY_MS = 250;
 
 function toJob(row: RelayRow): DeliveryJob {
   const delayMs = row.next_attempt_at && !row.one_shot ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;

@@ -131,6 +131,34 @@ describe('outbox', () => {
     expect(states).toEqual({ [first]: { status: 'delivering', marked: true }, [second]: { status: 'delivering', marked: true } });
   });
 
+  it('When a worker claims a committed row before its enqueued mark is due, then the claim alone marks it and the row still waiting is marked within the relay grace', async () => {
+    await addEndpoint(producer.db, 'http://127.0.0.1:9/second');
+    await recordEvent(producer, 'post.created');
+    const [claimed, waiting] = await eventually(async () => {
+      const rows = await deliveryRows(producer.db);
+      const queued = await Promise.all(rows.map(async (row) => (await producer.queue.getJob(row.id)) !== undefined));
+      return rows.length === 2 && queued.every(Boolean) && rows;
+    });
+    const worker = new Client({ connectionString: env.config.databaseUrl });
+    await worker.connect();
+    let atClaim: { enqueued_at: Date; updated_at: Date };
+    try {
+      expect((await worker.query(claimStatement([{ deliveryId: claimed.id, oneShot: false }]))).rows).toHaveLength(1);
+      [atClaim] = (await worker.query('SELECT enqueued_at, updated_at FROM webhook_deliveries WHERE id = $1', [claimed.id])).rows;
+    } finally {
+      await worker.end();
+    }
+    // The claim is the row's only mark: one the api wrote before it would be older, one after it newer.
+    expect(atClaim.enqueued_at).toEqual(atClaim.updated_at);
+
+    await sleep(600);
+
+    const rows = Object.fromEntries((await deliveryRows(producer.db)).map((row) => [row.id, row]));
+    expect({ enqueuedAt: rows[claimed.id].enqueuedAt, updatedAt: rows[claimed.id].updatedAt }).toEqual({ enqueuedAt: atClaim.enqueued_at, updatedAt: atClaim.updated_at });
+    expect(rows[waiting.id].status).toBe('pending');
+    expect(rows[waiting.id].enqueuedAt).not.toBeNull();
+  });
+
   it('When a queued job vanished from Redis, then the relay adds it again', async () => {
     await recordEvent(producer, 'post.created');
     const [row] = await deliveryRows(producer.db);
