@@ -3,8 +3,12 @@ export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
 
 /** Submits items to be written together with whatever else is waiting. */
 export interface GroupCommit<I, R> {
-  /** Resolves with this item's value, or rejects with its error, once its batch has run. */
-  submit(item: I): Promise<R>;
+  /**
+   * Resolves with this item's value, or rejects with its error, once its batch has run.
+   * `atOnce` skips the {@link GroupCommitOptions.lingerMs} wait (for an item something else
+   * waits on), taking the items gathered so far along.
+   */
+  submit(item: I, options?: { atOnce?: boolean }): Promise<R>;
 }
 
 /** Options of {@link createGroupCommit}. */
@@ -18,12 +22,18 @@ export interface GroupCommitOptions {
    * fails every item of the batch with it.
    */
   retryAlone?(error: unknown): boolean;
+  /**
+   * How long an item arriving while no batch runs waits for others to join it, ms; default 0
+   * (it starts at once). Items arriving while a batch runs never wait longer than that batch.
+   */
+  lingerMs?: number;
 }
 
 /**
  * Group commit: one batch runs at a time; items submitted meanwhile wait and go together
  * in the next batch, which starts as soon as the previous one returns. At low load a batch
- * is one item and starts at once (no fixed wait); under load batches grow with the load.
+ * is one item and starts at once (no fixed wait) unless `lingerMs` asks it to wait for
+ * company; under load batches grow with the load.
  *
  * @param run - writes a batch; returns one outcome per item in input order; a rejection fails
  *   every item of the batch with it, unless {@link GroupCommitOptions.retryAlone} splits it
@@ -35,10 +45,14 @@ export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[
     resolve(value: R): void;
     reject(error: unknown): void;
   }
+  const lingerMs = options.lingerMs ?? 0;
   let waiting: Waiting[] = [];
   let running = false;
+  let lingering: NodeJS.Timeout | undefined;
 
   function next(): void {
+    clearTimeout(lingering);
+    lingering = undefined;
     if (running || waiting.length === 0) return;
     running = true;
     const batch = waiting.length <= maxBatch ? waiting : waiting.slice(0, maxBatch);
@@ -76,10 +90,13 @@ export function createGroupCommit<I, R>(run: (items: I[]) => Promise<Settled<R>[
   }
 
   return {
-    submit(item) {
+    submit(item, submitted) {
       return new Promise<R>((resolve, reject) => {
         waiting.push({ item, resolve, reject });
-        next();
+        // A batch running takes this item along when it ends; a full one goes at once.
+        if (running) return;
+        if (lingerMs === 0 || submitted?.atOnce || waiting.length >= maxBatch) next();
+        else lingering ??= setTimeout(next, lingerMs);
       });
     },
   };

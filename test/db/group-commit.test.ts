@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createGroupCommit, Settled } from '../../shared/db/group-commit';
 
 /** A writer that fails any batch holding a "bad" item, as one statement fails for one bad row. */
@@ -43,5 +44,22 @@ describe('group commit', () => {
 
     expect(settled.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
     expect(calls).toEqual([['a'], ['b', 'bad']]);
+  });
+
+  it('when lingerMs is set, then an item arriving while none runs waits that long for others, and one submitted atOnce takes those gathered along at once', async () => {
+    const calls: string[][] = [];
+    const commit = createGroupCommit(writer(calls), { lingerMs: 30 });
+
+    const first = commit.submit('a');
+    await sleep(10);
+    const second = commit.submit('b');
+    expect(calls).toEqual([]);
+    expect(await Promise.all([first, second])).toEqual(['A', 'B']);
+    expect(calls).toEqual([['a', 'b']]);
+
+    const gathered = commit.submit('c');
+    const urgent = commit.submit('d', { atOnce: true });
+    expect(calls).toEqual([['a', 'b'], ['c', 'd']]);
+    expect(await Promise.all([gathered, urgent])).toEqual(['C', 'D']);
   });
 });

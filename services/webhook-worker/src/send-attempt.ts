@@ -112,6 +112,7 @@ export function createSendAttempt(
       goneReason: gone ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
       // Every attempt used; a redelivery or recovery (one shot) was the operator's own try.
       exhausted: decision.kind === 'failed' && !decision.disableEndpoint && !delivery.oneShot && attemptNumber >= policy.maxAttempts,
+      inLine: delivery.sequence !== null && !delivery.oneShot,
     });
     if (recorded.disabledReason !== null) {
       log.warn({ endpointId: delivery.endpointId, reason: recorded.disabledReason }, 'endpoint disabled');
