@@ -52,11 +52,16 @@ export const AHEAD_IN_LINE = `webhook_fifo_ahead(w.endpoint_id, w.sequence)`;
 // day's partitions. An event shares its deliveries' millisecond, so the same range finds it;
 // a replay's delivery is younger than its event, whose body is then read apart. A claimed row
 // is marked enqueued (its job ran), as the api's mark skips rows a claim holds.
+// The claim commits without waiting for its WAL to reach disk (set_config(..., true) lasts
+// until this statement's own commit): a claim a crash loses leaves its delivery pending, to
+// be claimed and sent again, as at-least-once allows (docs/design.md §6), while the send no
+// longer waits for a flush first. The record, which must last, waits for its own flush, and
+// so for the claim's WAL before it.
 const CLAIM_BATCH = {
   name: 'webhook_worker_claim',
   text: `
   WITH c AS (
-    SELECT * FROM unnest($1::text[], $2::boolean[]) AS c(id, one_shot)
+    SELECT * FROM unnest($1::text[], $2::boolean[]) AS c(id, one_shot) WHERE set_config('synchronous_commit', 'off', true) = 'off'
   ), d AS (
     UPDATE webhook_deliveries w SET status = 'delivering', enqueued_at = COALESCE(w.enqueued_at, now()), updated_at = now()
       FROM c

@@ -1,3 +1,4 @@
+import { QueryTypes } from 'sequelize';
 import { createDeliveryStore, AttemptRecord, DeliveryStore } from '../../services/webhook-worker/src/delivery-store';
 import { createDatabase } from '../../shared/db';
 import { createdAtOf } from '../../shared/db/partitions';
@@ -79,7 +80,7 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
 
   it('When one delivery of a batch was deleted meanwhile, then only its own record fails and the others are recorded', async () => {
     const ids = await claimAll(4);
-    // The first record runs alone (a batch starts at once); the other three wait and go together.
+    // The four arrive within one linger and go together; the failed batch is then run record by record.
     const gone = ids[2];
     await producer.db.models.WebhookDelivery.destroy({ where: { id: gone } });
 
@@ -143,6 +144,24 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
       expect(await producer.db.models.WebhookEndpoint.findByPk(endpoint.id)).toMatchObject({ episodeId: null, failingSince: null, consecutiveFailures: 0 });
     } finally {
       await other.close();
+    }
+  });
+
+  it('When a worker claims deliveries, then its connection still waits for the WAL flush of the statements after the claim', async () => {
+    // One connection: the claim and the statement after it share it, as pooled statements do.
+    const single = createDatabase(env.config.databaseUrl, { poolMax: 1 });
+    try {
+      for (let i = 0; i < 2; i++) await recordEvent(producer, 'post.created');
+      const ids = (await deliveryRows(producer.db)).map((row) => row.id);
+      const singleStore = createDeliveryStore(single.sequelize, { disableAfterS: 3600 });
+
+      expect((await Promise.all(ids.map((id) => singleStore.claim(id, false)))).map((delivery) => delivery?.id)).toEqual(ids);
+
+      const [setting] = await single.sequelize.query<{ synchronous_commit: string }>('SHOW synchronous_commit', { type: QueryTypes.SELECT });
+      expect(setting.synchronous_commit).toBe('on');
+      expect((await deliveryRows(producer.db)).map((row) => row.status)).toEqual(['delivering', 'delivering']);
+    } finally {
+      await single.close();
     }
   });
 
