@@ -51,11 +51,12 @@ local function startedInWindow(starts, limit)
 end
 
 -- Only the head of a FIFO line goes on (docs/design.md §6, "FIFO with a rate limit or a cap"); a
--- claimed place records what its claim showed.
+-- claimed place records what its claim showed. A read does not refresh the record: one that
+-- expires sends the next job to claim first, and that claim records it again.
 local function inLine(line, token, place)
   if place == 'unclaimed' then
     local fifo, head = unpack(redis.call('HMGET', line, 'fifo', 'head'))
-    if not fifo or (fifo == '1' and head ~= token) then return false end
+    return fifo == '0' or (fifo == '1' and head == token)
   elseif place == 'unordered' then
     redis.call('HSET', line, 'fifo', '0')
     redis.call('HDEL', line, 'head')
@@ -89,12 +90,16 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
     end
     rated = limit
   end
-  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-  if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then
-    park(parked, token)
-    return {1, 0, 0}
+  -- Added first, counted after: the set never holds more than the cap, so its expired leases
+  -- are only swept when a new one would not fit (three commands for a lease that fits).
+  if redis.call('ZADD', leases, now + ttl, token) == 1 and redis.call('ZCARD', leases) > cap then
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    if redis.call('ZCARD', leases) > cap then
+      redis.call('ZREM', leases, token)
+      park(parked, token)
+      return {1, 0, 0}
+    end
   end
-  redis.call('ZADD', leases, now + ttl, token)
   redis.call('PEXPIRE', leases, ttl)
   if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
   return {0, rated, probe}
