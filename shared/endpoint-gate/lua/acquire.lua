@@ -27,7 +27,8 @@
     0, rate limit or 0, 1 if the probe else 0 - granted (the limit whose slot it reserved)
     1, 0, 0             - refused for the cap; parked
     2, ms until reopening, 0 - refused: the circuit is open
-    3, ms until the probe's lease ends, 0 - refused: the probe is in flight; parked
+    3, ms until the probe's lease ends, the circuit's openings so far - refused: the probe is
+                        in flight; parked
     4, ms until the slot, limit - refused until the rate slot it reserved
     5, 0, 0             - claim first: not the FIFO line's head, or the ordering is unknown
 ]]
@@ -74,10 +75,11 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
   if untilMs > 0 and now < untilMs then return {2, untilMs - now, 0} end
   if not inLine(line, token, place) then return {5, 0, 0} end
   if untilMs > 0 then
-    local probeUntil = tonumber(redis.call('HGET', circuit, 'probe_until') or '0')
-    if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then
+    local probeUntil, holder, openings = unpack(redis.call('HMGET', circuit, 'probe_until', 'probe', 'openings'))
+    probeUntil = tonumber(probeUntil or '0')
+    if probeUntil > now and holder ~= token then
       park(parked, token)
-      return {3, probeUntil - now, 0}
+      return {3, probeUntil - now, tonumber(openings or '0')}
     end
     probe = 1
   end
