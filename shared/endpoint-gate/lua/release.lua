@@ -29,7 +29,12 @@
 ]]
 --- @include "includes/now-ms"
 
-local now = nowMs()
+-- Read once, and only by a release that needs it (a wake-up or a failure): most need neither.
+local clock
+local function now()
+  clock = clock or nowMs()
+  return clock
+end
 local threshold, base, max, memory, cap, lineTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
 -- The parked tokens that may run now: none while open or probing, one while half-open, else
@@ -38,12 +43,12 @@ local function wake(circuit, leases, parked)
   if redis.call('EXISTS', parked) == 0 then return {} end
   local untilMs, probeUntil = unpack(redis.call('HMGET', circuit, 'until', 'probe_until'))
   untilMs = tonumber(untilMs or '0')
-  if untilMs > now then return {} end
+  if untilMs > now() then return {} end
   local free = 1
   if untilMs > 0 then
-    if tonumber(probeUntil or '0') > now then return {} end
+    if tonumber(probeUntil or '0') > now() then return {} end
   else
-    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now())
     free = cap - redis.call('ZCARD', leases)
   end
   if free <= 0 then return {} end
@@ -75,10 +80,10 @@ local function release(circuit, leases, index, token, verdict, member)
   if isProbe or failures >= threshold then
     openings = redis.call('HINCRBY', circuit, 'openings', 1)
     local duration = math.min(base * 2 ^ (openings - 1), max)
-    redis.call('HSET', circuit, 'until', now + duration, 'failures', 0)
+    redis.call('HSET', circuit, 'until', now() + duration, 'failures', 0)
     redis.call('HDEL', circuit, 'probe', 'probe_until')
     redis.call('PEXPIRE', circuit, duration + memory)
-    redis.call('ZADD', index, now + duration, member)
+    redis.call('ZADD', index, now() + duration, member)
     return 1
   end
   redis.call('PEXPIRE', circuit, memory)
