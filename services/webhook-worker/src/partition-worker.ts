@@ -88,10 +88,6 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
     this.fetched = Math.max(0, this.fetched - 1);
     try {
       next = await super.processJob(job, token, () => {
-        // BullMQ's loop waits on the queue's marker only once a fetch found the queue empty, and
-        // every job added, promoted or due since sets the marker and wakes it: a fetch here would
-        // find nothing (issue 29: about eight Redis commands a delivery on a quiet queue).
-        if (this.waitsForMarker()) return false;
         const wanted = fetchNextCallback();
         const keep = wanted && this.pool.mayKeep(this);
         kept = keep;
@@ -134,14 +130,9 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
    * queue that costs one fetch that finds nothing.
    */
   private wakeBlockedFetch(): void {
-    if (!this.waitsForMarker() || this.closing) return;
+    if (!(this as unknown as { waiting: unknown }).waiting || this.closing) return;
     // The command connection this worker was given (BullMQ shares it, never the blocking one).
     (this.opts.connection as RedisClient).zadd(this.keys.marker, 0, '0').catch(() => undefined);
-  }
-
-  /** Whether BullMQ's loop is blocked on the queue's marker (its `waiting`, set while it waits for work). */
-  private waitsForMarker(): boolean {
-    return Boolean((this as unknown as { waiting: unknown }).waiting);
   }
 
   /** Leaves the pool (ending this partition's waits for a slot), then closes as BullMQ does. */
