@@ -59,8 +59,8 @@ const worker = new Worker<BareJobData>(
     connection,
     prefix: process.env.REDIS_PREFIX,
     concurrency,
-    // The same bounded tails as our queue, so Redis does the same bookkeeping for both.
-    removeOnComplete: { age: 3_600, count: 1_000 },
+    // The same removal and bounded tail as our queue, so Redis does the same bookkeeping for both.
+    removeOnComplete: { count: 0 },
     removeOnFail: { age: 7 * 24 * 3_600, count: 5_000 },
   },
 );

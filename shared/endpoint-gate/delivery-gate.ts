@@ -19,8 +19,13 @@ export type LineDecision = { granted: false; reason: 'line' };
 export type GateDecision =
   /** `rateLimitPerS`: the limit whose slot the script reserved (now) for this lease, or null. */
   | { granted: true; probe: boolean; rateLimitPerS: number | null }
-  /** `cap`: too many attempts in flight; `open`: the circuit is open; `probing`: a probe is in flight. */
-  | { granted: false; reason: 'cap' | 'open' | 'probing'; waitMs: number }
+  /** `cap`: too many attempts in flight; `open`: the circuit is open (`waitMs` until it reopens). */
+  | { granted: false; reason: 'cap' | 'open'; waitMs: number }
+  /**
+   * A probe is in flight: `waitMs` until its lease ends, `failedProbeOpeningMs` how long the
+   * circuit reopens for should it fail (docs/design.md §6: twice the last opening, at most 10 min).
+   */
+  | { granted: false; reason: 'probing'; waitMs: number; failedProbeOpeningMs: number }
   /** The endpoint's rate limit reserved the job a slot `waitMs` from now (docs/design.md §14). */
   | { granted: false; reason: 'rate'; waitMs: number; limitPerS: number };
 
@@ -105,6 +110,11 @@ export interface DeliveryGateOptions {
   parkedTtlMs?: number;
 }
 
+/** How long the circuit opens for at its next opening, after `openings` (lua/release.lua's rule), ms. */
+function openingAfter(openings: number): number {
+  return Math.min(CIRCUIT_OPEN_BASE_MS * 2 ** openings, CIRCUIT_OPEN_MAX_MS);
+}
+
 /** How long a gate key's line record (ordering, head) outlives its last use, ms: a day. */
 const LINE_MEMORY_MS = 86_400_000;
 
@@ -170,7 +180,8 @@ export function createDeliveryGates(
         if (code === 0) return { granted: true, probe: third === 1, rateLimitPerS: waitMs > 0 ? waitMs : null };
         if (code === 4) return { granted: false, reason: 'rate', waitMs, limitPerS: third };
         if (code === 5) return { granted: false, reason: 'line' };
-        return { granted: false, reason: code === 1 ? 'cap' : code === 2 ? 'open' : 'probing', waitMs };
+        if (code === 3) return { granted: false, reason: 'probing', waitMs, failedProbeOpeningMs: openingAfter(third) };
+        return { granted: false, reason: code === 1 ? 'cap' : 'open', waitMs };
       }),
     );
   }

@@ -108,13 +108,17 @@ export const DEFERRED_PRIORITY = 1;
 export const RETRY_PRIORITY = 2;
 
 /**
- * Finished jobs are only bookkeeping (the delivery log lives in PostgreSQL), so Redis keeps
- * a bounded tail of them (BullMQ docs, "Auto-removal of jobs"; ages in seconds).
+ * Finished jobs are only bookkeeping (the delivery log lives in PostgreSQL): a completed job
+ * is removed as it completes, which spares BullMQ's trimming of a kept tail at every
+ * completion (six Redis commands a delivery, issue 29); a job added again for a finished
+ * delivery finds its row finished and ends without an attempt. Failed jobs (an
+ * infrastructure failure ten times over) keep a bounded tail for operators (BullMQ docs,
+ * "Auto-removal of jobs"; ages in seconds).
  * `attempts` covers infrastructure failures only (the database away mid-attempt): delivery
  * retries are scheduled by the worker itself and do not count as BullMQ attempts.
  */
 const DEFAULT_JOB_OPTIONS = {
-  removeOnComplete: { age: 3_600, count: 1_000 },
+  removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3_600, count: 5_000 },
   attempts: 10,
   backoff: { type: 'exponential', delay: 1_000 },

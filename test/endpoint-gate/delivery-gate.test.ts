@@ -159,7 +159,8 @@ describe('delivery gate: per-endpoint cap and circuit breaker in Redis', () => {
 
     await elapseOpening(key);
     expect(await gate.acquire(key, 'probe')).toEqual({ granted: true, probe: true, rateLimitPerS: null });
-    expect(await gate.acquire(key, 'job-g')).toMatchObject({ granted: false, reason: 'probing' });
+    // Parked behind the probe: should it fail, the circuit reopens for twice the first opening.
+    expect(await gate.acquire(key, 'job-g')).toMatchObject({ granted: false, reason: 'probing', failedProbeOpeningMs: 2 * CIRCUIT_OPEN_BASE_MS });
     // Closed again, with job-d's lease still held: one free lease, the oldest parked job.
     expect(await gate.release(key, 'probe', 'success')).toEqual({ change: 'closed', woken: ['job-f'] });
     expect(await gate.isParked(key, 'job-g')).toBe(true);

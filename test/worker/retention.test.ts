@@ -204,7 +204,7 @@ describe('retention (docs/design.md §11)', () => {
       expect(schedulers[0].pattern).toBe('17 3 * * *');
       expect(await connection.hget(`${env.redisPrefix}:webhooks:meta`, 'opts.maxLenEvents')).toBe('10000');
       expect(producer.queue.at(0).defaultJobOptions).toMatchObject({
-        removeOnComplete: { age: 3_600, count: 1_000 },
+        removeOnComplete: true,
         removeOnFail: { age: 7 * 24 * 3_600, count: 5_000 },
       });
     } finally {

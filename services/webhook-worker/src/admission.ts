@@ -27,9 +27,9 @@ export interface Lease {
 }
 
 /**
- * A job refused for its endpoint's cap, or while the endpoint's probe is in flight, is parked
- * with the gate this long: the attempt that returns a lease wakes it (docs/design.md §6), so this
- * only bounds the wait when that wake-up is lost (its worker killed between release and wake).
+ * A job refused for its endpoint's cap is parked with the gate this long: the attempt that
+ * returns a lease wakes it (docs/design.md §6), so this only bounds the wait when that wake-up is
+ * lost (its worker killed between release and wake).
  */
 export const GATE_PARK_MS = 30_000;
 /** A job woken this much before its rate-limit slot (clock granularity of the delayed set) still holds it, ms. */
@@ -90,9 +90,12 @@ export function createAdmission(options: AdmissionOptions): Admission {
   /**
    * A refused job waits without an attempt: until the circuit's reopening when it is open
    * (spread over a second, so one job is the probe and the rest follow it), else parked with
-   * the gate, which the next release wakes. Parked in two steps (the gate's set, then the
-   * delayed set), so a release in between finds the job still running: it is no longer in the
-   * gate's set once in the delayed set, and wakes itself.
+   * the gate, which the next release wakes. Behind a probe in flight, parked until the circuit
+   * would reopen after a failed probe (the probe's lease end plus the opening that would follow):
+   * a successful probe wakes it sooner, a failed one leaves nothing to wake for until then, so a
+   * waiting job runs once per opening rather than also at {@link GATE_PARK_MS} (issue 29). Parked
+   * in two steps (the gate's set, then the delayed set), so a release in between finds the job
+   * still running: it is no longer in the gate's set once in the delayed set, and wakes itself.
    */
   async function refused(
     job: DeliveryJob,
@@ -103,7 +106,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
   ): Promise<never> {
     if (decision.reason === 'rate') return waitForRateSlot(job, token, gateKey, decision.waitMs, decision.limitPerS, logger);
     if (decision.reason === 'open') return postpone(job, token, Date.now() + decision.waitMs + between(random, [0, 1_000]));
-    await job.moveToDelayed(Date.now() + GATE_PARK_MS, token);
+    const parkMs = decision.reason === 'probing' ? decision.waitMs + decision.failedProbeOpeningMs : GATE_PARK_MS;
+    await job.moveToDelayed(Date.now() + parkMs, token);
     const jobId = jobIdOf(job);
     try {
       if (!(await scope.gate.isParked(gateKey, jobId))) await options.wake([jobId], scope.partition);

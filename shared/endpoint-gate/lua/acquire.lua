@@ -27,7 +27,8 @@
     0, rate limit or 0, 1 if the probe else 0 - granted (the limit whose slot it reserved)
     1, 0, 0             - refused for the cap; parked
     2, ms until reopening, 0 - refused: the circuit is open
-    3, ms until the probe's lease ends, 0 - refused: the probe is in flight; parked
+    3, ms until the probe's lease ends, the circuit's openings so far - refused: the probe is
+                        in flight; parked
     4, ms until the slot, limit - refused until the rate slot it reserved
     5, 0, 0             - claim first: not the FIFO line's head, or the ordering is unknown
 ]]
@@ -51,11 +52,12 @@ local function startedInWindow(starts, limit)
 end
 
 -- Only the head of a FIFO line goes on (docs/design.md §6, "FIFO with a rate limit or a cap"); a
--- claimed place records what its claim showed.
+-- claimed place records what its claim showed. A read does not refresh the record: one that
+-- expires sends the next job to claim first, and that claim records it again.
 local function inLine(line, token, place)
   if place == 'unclaimed' then
     local fifo, head = unpack(redis.call('HMGET', line, 'fifo', 'head'))
-    if not fifo or (fifo == '1' and head ~= token) then return false end
+    return fifo == '0' or (fifo == '1' and head == token)
   elseif place == 'unordered' then
     redis.call('HSET', line, 'fifo', '0')
     redis.call('HDEL', line, 'head')
@@ -73,10 +75,11 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
   if untilMs > 0 and now < untilMs then return {2, untilMs - now, 0} end
   if not inLine(line, token, place) then return {5, 0, 0} end
   if untilMs > 0 then
-    local probeUntil = tonumber(redis.call('HGET', circuit, 'probe_until') or '0')
-    if probeUntil > now and redis.call('HGET', circuit, 'probe') ~= token then
+    local probeUntil, holder, openings = unpack(redis.call('HMGET', circuit, 'probe_until', 'probe', 'openings'))
+    probeUntil = tonumber(probeUntil or '0')
+    if probeUntil > now and holder ~= token then
       park(parked, token)
-      return {3, probeUntil - now, 0}
+      return {3, probeUntil - now, tonumber(openings or '0')}
     end
     probe = 1
   end
@@ -89,12 +92,16 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
     end
     rated = limit
   end
-  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-  if not redis.call('ZSCORE', leases, token) and redis.call('ZCARD', leases) >= cap then
-    park(parked, token)
-    return {1, 0, 0}
+  -- Added first, counted after: the set never holds more than the cap, so its expired leases
+  -- are only swept when a new one would not fit (three commands for a lease that fits).
+  if redis.call('ZADD', leases, now + ttl, token) == 1 and redis.call('ZCARD', leases) > cap then
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    if redis.call('ZCARD', leases) > cap then
+      redis.call('ZREM', leases, token)
+      park(parked, token)
+      return {1, 0, 0}
+    end
   end
-  redis.call('ZADD', leases, now + ttl, token)
   redis.call('PEXPIRE', leases, ttl)
   if probe == 1 then redis.call('HSET', circuit, 'probe', token, 'probe_until', now + ttl) end
   return {0, rated, probe}

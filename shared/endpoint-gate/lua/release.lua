@@ -29,19 +29,26 @@
 ]]
 --- @include "includes/now-ms"
 
-local now = nowMs()
+-- Read once, and only by a release that needs it (a wake-up or a failure): most need neither.
+local clock
+local function now()
+  clock = clock or nowMs()
+  return clock
+end
 local threshold, base, max, memory, cap, lineTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
 -- The parked tokens that may run now: none while open or probing, one while half-open, else
--- one per free lease, oldest first.
+-- one per free lease, oldest first. Most releases find none parked and stop at that.
 local function wake(circuit, leases, parked)
-  local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
-  if untilMs > now then return {} end
+  if redis.call('EXISTS', parked) == 0 then return {} end
+  local untilMs, probeUntil = unpack(redis.call('HMGET', circuit, 'until', 'probe_until'))
+  untilMs = tonumber(untilMs or '0')
+  if untilMs > now() then return {} end
   local free = 1
   if untilMs > 0 then
-    if tonumber(redis.call('HGET', circuit, 'probe_until') or '0') > now then return {} end
+    if tonumber(probeUntil or '0') > now() then return {} end
   else
-    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now())
     free = cap - redis.call('ZCARD', leases)
   end
   if free <= 0 then return {} end
@@ -53,28 +60,30 @@ end
 
 local function release(circuit, leases, index, token, verdict, member)
   redis.call('ZREM', leases, token)
-  local isProbe = redis.call('HGET', circuit, 'probe') == token
+  -- One read of the circuit: a closed one that never failed holds none of these fields.
+  local untilMs, probe, failures, openings = unpack(redis.call('HMGET', circuit, 'until', 'probe', 'failures', 'openings'))
+  local isProbe = probe == token
   if verdict == 'neutral' then
     if isProbe then redis.call('HDEL', circuit, 'probe', 'probe_until') end
     return 0
   end
-  local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
+  untilMs = tonumber(untilMs or '0')
   if verdict == 'success' then
-    if redis.call('DEL', circuit) == 1 then
+    if (untilMs > 0 or probe or failures or openings) and redis.call('DEL', circuit) == 1 then
       redis.call('ZREM', index, member)
       if untilMs > 0 then return 2 end
     end
     return 0
   end
   if untilMs > 0 and not isProbe then return 0 end
-  local failures = redis.call('HINCRBY', circuit, 'failures', 1)
+  failures = redis.call('HINCRBY', circuit, 'failures', 1)
   if isProbe or failures >= threshold then
-    local openings = redis.call('HINCRBY', circuit, 'openings', 1)
+    openings = redis.call('HINCRBY', circuit, 'openings', 1)
     local duration = math.min(base * 2 ^ (openings - 1), max)
-    redis.call('HSET', circuit, 'until', now + duration, 'failures', 0)
+    redis.call('HSET', circuit, 'until', now() + duration, 'failures', 0)
     redis.call('HDEL', circuit, 'probe', 'probe_until')
     redis.call('PEXPIRE', circuit, duration + memory)
-    redis.call('ZADD', index, now + duration, member)
+    redis.call('ZADD', index, now() + duration, member)
     return 1
   end
   redis.call('PEXPIRE', circuit, memory)
