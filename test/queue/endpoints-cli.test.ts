@@ -238,7 +238,8 @@ describe('endpoints CLI', () => {
 
     const replayed = cli('replay', '--id', String(id), '--since', new Date(Date.now() - 60_000).toISOString());
     expect(replayed).toMatchObject({ status: 0, stdout: `{"id":${id},"count":2}\n` });
-    const [rows] = await db.sequelize.query('SELECT event_id, enqueued_at IS NOT NULL AS queued FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', {
+    // By the ids' time: their base64url text does not sort as their bytes ('z' comes before '0').
+    const [rows] = await db.sequelize.query('SELECT event_id, enqueued_at IS NOT NULL AS queued FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY webhook_id_time(event_id)', {
       bind: [id],
     });
     expect(rows).toEqual([
