@@ -110,7 +110,7 @@ export const RETRY_PRIORITY = 2;
 /**
  * Finished jobs are only bookkeeping (the delivery log lives in PostgreSQL): a completed job
  * is removed as it completes, which spares BullMQ's trimming of a kept tail at every
- * completion (six Redis commands a delivery, issue 29); a job added again for a finished
+ * completion (six Redis commands a delivery, bench/RESULTS.md); a job added again for a finished
  * delivery finds its row finished and ends without an attempt. Failed jobs (an
  * infrastructure failure ten times over) keep a bounded tail for operators (BullMQ docs,
  * "Auto-removal of jobs"; ages in seconds).

@@ -93,7 +93,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
    * the gate, which the next release wakes. Behind a probe in flight, parked until the circuit
    * would reopen after a failed probe (the probe's lease end plus the opening that would follow):
    * a successful probe wakes it sooner, a failed one leaves nothing to wake for until then, so a
-   * waiting job runs once per opening rather than also at {@link GATE_PARK_MS} (issue 29). Parked
+   * waiting job runs once per opening rather than also at {@link GATE_PARK_MS}. Parked
    * in two steps (the gate's set, then the delayed set), so a release in between finds the job
    * still running: it is no longer in the gate's set once in the delayed set, and wakes itself.
    */
