@@ -1,4 +1,4 @@
-import Redis, { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
+import Redis, { Cluster, ClusterOptions, RedisOptions, SentinelConnectionOptions, SentinelConnector } from 'ioredis';
 
 /**
  * Every Redis connection of this system: one Redis (REDIS_URL), the primary a set of Redis
@@ -115,10 +115,40 @@ function credentialsOf(url: string): RedisOptions {
 }
 
 /**
+ * ioredis's Sentinel connector, except that a connection's watch on `+switch-master` lives only
+ * as long as its socket. ioredis keeps the watch after the socket closed, which costs twice:
+ * - when the switch is announced while the reconnect loop is asking a Sentinel where the
+ *   primary is, the stale watch ends that attempt and ioredis gives the connection up for good
+ *   (status `end`, every command "Connection is closed."; reported upstream as
+ *   redis/ioredis#1683);
+ * - QUIT leaves the watch's connections to every Sentinel open, reconnecting, for the life of
+ *   the process (redis/ioredis#1362).
+ * A reconnect asks the Sentinels anyway, and starts a new watch once its socket is up.
+ */
+class SentinelReconnector extends SentinelConnector {
+  /** @param options - the connection's own options, as ioredis passes them to a `Connector` */
+  constructor(options: unknown) {
+    super(options as SentinelConnectionOptions);
+  }
+
+  override async connect(...args: Parameters<SentinelConnector['connect']>): ReturnType<SentinelConnector['connect']> {
+    const stream = await super.connect(...args);
+    stream.once('close', () => {
+      // The watch started on this socket's `connect`; the next socket's starts after this close.
+      const own = this as unknown as { failoverDetector: { cleanup(): void } | null };
+      own.failoverDetector?.cleanup();
+      own.failoverDetector = null;
+    });
+    return stream;
+  }
+}
+
+/**
  * ioredis options for the primary the Sentinels name. `failoverDetector` subscribes to each
  * Sentinel's `+switch-master`, so a failover moves the connection at once instead of when the
- * old primary's socket errors; READONLY from a demoted primary reconnects
- * ({@link reconnectOnReadOnly}); data-node TLS (`rediss://`) needs `enableTLSForSentinelMode`.
+ * old primary's socket errors ({@link SentinelReconnector} keeps that from ending a reconnect);
+ * READONLY from a demoted primary reconnects ({@link reconnectOnReadOnly}); data-node TLS
+ * (`rediss://`) needs `enableTLSForSentinelMode`.
  */
 function sentinelOptions(target: RedisTarget, options: RedisOptions): RedisOptions {
   const url = new URL(target.redisUrl);
@@ -134,6 +164,7 @@ function sentinelOptions(target: RedisTarget, options: RedisOptions): RedisOptio
     sentinelTLS: target.redisSentinelTls ? {} : undefined,
     enableTLSForSentinelMode: credentials.tls !== undefined,
     failoverDetector: true,
+    Connector: SentinelReconnector,
     sentinelRetryStrategy: reconnectDelay,
     reconnectOnError: reconnectOnReadOnly,
     ...options,
