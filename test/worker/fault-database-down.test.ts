@@ -71,3 +71,70 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
     expect(new Set(receiver.requests.map((request) => String(request.headers['webhook-id'])))).toEqual(new Set(rows.map((row) => row.id)));
   });
 });
+
+// docs/design.md §13: an attempt the endpoint answered is recorded once PostgreSQL is back,
+// not sent again; only a worker that dies meanwhile leaves it to be sent again.
+describe('fault: PostgreSQL goes away between an attempt and its record', () => {
+  let env: TestEnvironment;
+  let producer: Producer;
+  let receiver: RecordingServer;
+  let proxy: TcpProxy;
+  let workerDb: Database;
+  let worker: ReturnType<typeof startWorker> | undefined;
+
+  beforeAll(async () => {
+    env = await createTestEnvironment({}, 'worker');
+    producer = createProducer(env.config);
+    await producer.queue.waitUntilReady();
+    receiver = await startRecordingServer();
+    const target = new URL(env.databaseUrl);
+    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    target.host = `127.0.0.1:${proxy.port}`;
+    workerDb = createDatabase(target.toString(), { poolMax: 5 });
+  });
+
+  afterAll(async () => {
+    await worker?.close();
+    await workerDb.close().catch(() => undefined);
+    await proxy.close();
+    await producer.queue.obliterate({ force: true });
+    await producer.close();
+    await receiver.close();
+    await env.cleanup();
+  });
+
+  it('When the endpoint answered and PostgreSQL is then unreachable for 3 s, then each attempt is recorded once it is back and no webhook is sent twice', async () => {
+    const endpoint = await addEndpoint(producer.db, `${receiver.url}/hooks`);
+    // The first request the endpoint gets cuts the worker off PostgreSQL before it is answered.
+    let cutAt = 0;
+    receiver.setReply(() => {
+      if (cutAt === 0) {
+        cutAt = Date.now();
+        proxy.cut();
+      }
+      return { status: 200 };
+    });
+    worker = startWorker(env.config, workerDb);
+    await worker.worker.waitUntilReady();
+
+    for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
+    await eventually(async () => cutAt > 0, 10_000, 'the first attempt to reach the endpoint');
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const sentWhileDown = receiver.requests.length;
+    expect(sentWhileDown).toBeGreaterThanOrEqual(1);
+    expect(await producer.db.models.WebhookAttempt.count()).toBe(0);
+
+    proxy.restore();
+
+    const rows = await eventually(async () => {
+      const all = await deliveryRows(producer.db);
+      return all.length === EVENTS && all.every((row) => row.status === 'succeeded') && all;
+    }, 30_000, 'every delivery succeeded');
+    const ids = receiver.requests.map((request) => String(request.headers['webhook-id']));
+    expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
+    expect(new Set(ids)).toEqual(new Set(rows.map((row) => row.id)));
+    expect(rows.map((row) => row.attempts)).toEqual(new Array(EVENTS).fill(1));
+    expect(await producer.db.models.WebhookAttempt.count({ where: { attemptNumber: 1 } })).toBe(EVENTS);
+    expect(rows.every((row) => row.endpointId === endpoint.id)).toBe(true);
+  });
+});

@@ -3,7 +3,7 @@ import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import { createAuthorizedSend } from './authorized-send';
-import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
+import { postponesAttempt, type AttemptRecord, type ClaimedDelivery, type DeliveryStore, type RecordResult } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
 import { between } from './job-moves';
 import { createOAuth2Tokens } from './oauth2-tokens';
@@ -17,6 +17,12 @@ import { signDelivery } from './sign-delivery';
  */
 const PROXY_BACKOFF_MS = { min: 1_000, max: 60_000 };
 const PROXY_OUTAGE_LOG_EVERY_MS = 30_000;
+/**
+ * PostgreSQL unreachable after the endpoint answered: the record is tried again after as long
+ * as the outage has lasted so far, at least 0.25 s and at most 2 s. Shorter than a postponed
+ * claim's wait: this job holds a slot, its endpoint lease and maybe its FIFO line meanwhile.
+ */
+const RECORD_RETRY_MS = { min: 250, max: 2_000 };
 
 /** What one attempt came to, for the job. */
 export interface AttemptResult {
@@ -49,7 +55,8 @@ export interface SendAttemptOptions {
  *
  * @returns `(delivery, body, log, resendSlot)`: sends `body`, the delivery's bytes;
  *   `resendSlot` admits a second request within the endpoint's rate limit (a 401 resent with a fresh token)
- * @throws the store's errors (PostgreSQL away, the delivery gone meanwhile)
+ * @throws the store's errors (PostgreSQL away before the send, the delivery gone meanwhile);
+ *   PostgreSQL away after the send is waited out, and the attempt recorded then
  */
 export function createSendAttempt(
   options: SendAttemptOptions,
@@ -78,6 +85,30 @@ export function createSendAttempt(
     return now + delayMs;
   }
 
+  /**
+   * Records an attempt the endpoint already has, waiting out a PostgreSQL outage
+   * (docs/design.md §13): sending it again would hand the receiver a duplicate to absorb. The
+   * record is idempotent (an attempt number written once, the delivery's state set, not
+   * counted up), so a try whose commit went through unanswered does no harm when repeated.
+   * Only a worker that dies meanwhile leaves the attempt to be sent again (at least once).
+   * @throws the store's other errors (the delivery gone meanwhile)
+   */
+  async function recordWhenBack(record: AttemptRecord, log: Logger): Promise<RecordResult> {
+    let downSince: number | undefined;
+    for (;;) {
+      try {
+        return await store.recordAttempt(record);
+      } catch (error) {
+        if (!postponesAttempt(error)) throw error;
+        const now = Date.now();
+        if (downSince === undefined) log.warn({ err: error }, 'attempt sent, but PostgreSQL is unreachable: it is recorded once PostgreSQL is back');
+        downSince ??= now;
+        const delayMs = Math.min(RECORD_RETRY_MS.max, Math.max(RECORD_RETRY_MS.min, now - downSince)) * between(random, [0.8, 1.2]);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
+  }
+
   return async function sendAttempt(delivery, bytes, log, resendSlot) {
     let headers: Record<string, string>;
     const body = Buffer.from(bytes, 'utf8');
@@ -97,7 +128,7 @@ export function createSendAttempt(
     const decision = policy.decide(attemptNumber, result, { oneShot: delivery.oneShot });
     const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
     const gone = decision.kind === 'failed' && decision.disableEndpoint && delivery.endpointId !== null;
-    const recorded = await store.recordAttempt({
+    const recorded = await recordWhenBack({
       deliveryId: delivery.id,
       deliveryCreatedAt: delivery.createdAt,
       attemptNumber,
@@ -113,7 +144,7 @@ export function createSendAttempt(
       // Every attempt used; a redelivery or recovery (one shot) was the operator's own try.
       exhausted: decision.kind === 'failed' && !decision.disableEndpoint && !delivery.oneShot && attemptNumber >= policy.maxAttempts,
       inLine: delivery.sequence !== null && !delivery.oneShot,
-    });
+    }, log);
     if (recorded.disabledReason !== null) {
       log.warn({ endpointId: delivery.endpointId, reason: recorded.disabledReason }, 'endpoint disabled');
       metrics?.endpointsDisabled.inc();
