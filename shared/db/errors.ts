@@ -96,3 +96,24 @@ function isMisconfiguration(cause: unknown): boolean {
   const code = (cause as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' && /^(?=.*\d)[0-9A-Z]{5}$/.test(code) && !isUnavailableSqlState(code);
 }
+
+// The transaction lost to another one and committed nothing: deadlock_detected and
+// serialization_failure (PostgreSQL manual, Appendix A, class 40). The manual's advice is to
+// run it again.
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001']);
+
+/**
+ * Whether `error` (or an error it wraps, through `cause`, `parent` or `original`) is PostgreSQL
+ * ending a transaction because it conflicted with another: a deadlock (40P01) or a
+ * serialization failure (40001). Nothing of the transaction committed, and running it again
+ * usually succeeds.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    if (CONFLICT_SQLSTATES.has((current as { code?: unknown }).code as string)) return true;
+    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
+    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
+  }
+  return false;
+}

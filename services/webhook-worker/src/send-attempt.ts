@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
+import { isTransactionConflict } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import { createAuthorizedSend } from './authorized-send';
@@ -23,6 +24,8 @@ const PROXY_OUTAGE_LOG_EVERY_MS = 30_000;
  * claim's wait: this job holds a slot, its endpoint lease and maybe its FIFO line meanwhile.
  */
 const RECORD_RETRY_MS = { min: 250, max: 2_000 };
+/** How many times a record that lost a deadlock or serialization conflict is tried in all. */
+const RECORD_CONFLICT_TRIES = 5;
 
 /** What one attempt came to, for the job. */
 export interface AttemptResult {
@@ -86,25 +89,34 @@ export function createSendAttempt(
   }
 
   /**
-   * Records an attempt the endpoint already has, waiting out a PostgreSQL outage
-   * (docs/design.md §13): sending it again would hand the receiver a duplicate to absorb. The
-   * record is idempotent (an attempt number written once, the delivery's state set, not
-   * counted up), so a try whose commit went through unanswered does no harm when repeated.
-   * Only a worker that dies meanwhile leaves the attempt to be sent again (at least once).
-   * @throws the store's other errors (the delivery gone meanwhile)
+   * Records an attempt the endpoint already has (docs/design.md §13): sending it again would
+   * hand the receiver a duplicate to absorb. A PostgreSQL outage is waited out; a record that
+   * lost a deadlock or a serialization conflict to another transaction runs again, up to
+   * {@link RECORD_CONFLICT_TRIES} times. The record is idempotent (an attempt number written
+   * once, the delivery's state set, not counted up), so a try whose commit went through
+   * unanswered does no harm when repeated. Only a worker that dies meanwhile leaves the
+   * attempt to be sent again (at least once).
+   * @throws the store's other errors (the delivery gone meanwhile), and a conflict that persists
    */
   async function recordWhenBack(record: AttemptRecord, log: Logger): Promise<RecordResult> {
     let downSince: number | undefined;
+    let conflicts = 0;
     for (;;) {
       try {
         return await store.recordAttempt(record);
       } catch (error) {
-        if (!postponesAttempt(error)) throw error;
         const now = Date.now();
-        if (downSince === undefined) log.warn({ err: error }, 'attempt sent, but PostgreSQL is unreachable: it is recorded once PostgreSQL is back');
-        downSince ??= now;
-        const delayMs = Math.min(RECORD_RETRY_MS.max, Math.max(RECORD_RETRY_MS.min, now - downSince)) * between(random, [0.8, 1.2]);
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        let delayMs: number;
+        if (postponesAttempt(error)) {
+          if (downSince === undefined) log.warn({ err: error }, 'attempt sent, but PostgreSQL is unreachable: it is recorded once PostgreSQL is back');
+          downSince ??= now;
+          delayMs = Math.min(RECORD_RETRY_MS.max, Math.max(RECORD_RETRY_MS.min, now - downSince));
+        } else if (isTransactionConflict(error) && conflicts < RECORD_CONFLICT_TRIES - 1) {
+          conflicts += 1;
+          log.warn({ err: error, conflicts }, 'attempt record lost a conflict with another transaction; recording it again');
+          delayMs = RECORD_RETRY_MS.min;
+        } else throw error;
+        await new Promise((resolve) => setTimeout(resolve, delayMs * between(random, [0.8, 1.2])));
       }
     }
   }
