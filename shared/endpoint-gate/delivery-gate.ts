@@ -110,11 +110,6 @@ export interface DeliveryGateOptions {
   parkedTtlMs?: number;
 }
 
-/** How long the circuit opens for at its next opening, after `openings` (lua/release.lua's rule), ms. */
-function openingAfter(openings: number): number {
-  return Math.min(CIRCUIT_OPEN_BASE_MS * 2 ** openings, CIRCUIT_OPEN_MAX_MS);
-}
-
 /** How long a gate key's line record (ordering, head) outlives its last use, ms: a day. */
 const LINE_MEMORY_MS = 86_400_000;
 
@@ -172,6 +167,8 @@ export function createDeliveryGates(
       options.leaseTtlMs,
       parkedTtlMs,
       LINE_MEMORY_MS,
+      CIRCUIT_OPEN_BASE_MS,
+      CIRCUIT_OPEN_MAX_MS,
       ...batch.flatMap(({ token, holdsRateSlot, place }) => [token, holdsRateSlot ? '1' : '0', place]),
     );
     return settled(
@@ -180,7 +177,7 @@ export function createDeliveryGates(
         if (code === 0) return { granted: true, probe: third === 1, rateLimitPerS: waitMs > 0 ? waitMs : null };
         if (code === 4) return { granted: false, reason: 'rate', waitMs, limitPerS: third };
         if (code === 5) return { granted: false, reason: 'line' };
-        if (code === 3) return { granted: false, reason: 'probing', waitMs, failedProbeOpeningMs: openingAfter(third) };
+        if (code === 3) return { granted: false, reason: 'probing', waitMs, failedProbeOpeningMs: third };
         return { granted: false, reason: code === 1 ? 'cap' : 'open', waitMs };
       }),
     );

@@ -18,25 +18,29 @@
     ARGV[2] a lease's TTL, ms
     ARGV[3] a parked set's TTL, ms
     ARGV[4] a line record's TTL, ms
-    ARGV[4 + 3i + 1] the token (the job id)
-    ARGV[4 + 3i + 2] '1' when the token holds the rate slot it reserved earlier, else '0'
-    ARGV[4 + 3i + 3] its place: 'unclaimed' (not claimed yet), or its claimed delivery's
+    ARGV[5] a circuit's first opening, ms
+    ARGV[6] a circuit's longest opening, ms
+    ARGV[6 + 3i + 1] the token (the job id)
+    ARGV[6 + 3i + 2] '1' when the token holds the rate slot it reserved earlier, else '0'
+    ARGV[6 + 3i + 3] its place: 'unclaimed' (not claimed yet), or its claimed delivery's
                      'unordered', 'head' (recorded in the line record) or 'aside'
 
   Output, three numbers per attempt:
     0, rate limit or 0, 1 if the probe else 0 - granted (the limit whose slot it reserved)
     1, 0, 0             - refused for the cap; parked
     2, ms until reopening, 0 - refused: the circuit is open
-    3, ms until the probe's lease ends, the circuit's openings so far - refused: the probe is
-                        in flight; parked
+    3, ms until the probe's lease ends, ms the circuit would open for should the probe fail -
+                        refused: the probe is in flight; parked
     4, ms until the slot, limit - refused until the rate slot it reserved
     5, 0, 0             - claim first: not the FIFO line's head, or the ordering is unknown
 ]]
 --- @include "includes/now-ms"
+--- @include "includes/opening-ms"
 --- @include "includes/reserve-rate-slot"
 
 local now = nowMs()
 local cap, ttl, parkedTtl, lineTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local openingBase, openingMax = tonumber(ARGV[5]), tonumber(ARGV[6])
 
 local function park(parked, token)
   redis.call('ZADD', parked, now, token)
@@ -79,7 +83,7 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
     probeUntil = tonumber(probeUntil or '0')
     if probeUntil > now and holder ~= token then
       park(parked, token)
-      return {3, probeUntil - now, tonumber(openings or '0')}
+      return {3, probeUntil - now, openingMs(tonumber(openings or '0') + 1, openingBase, openingMax)}
     end
     probe = 1
   end
@@ -108,8 +112,8 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
 end
 
 local out = {}
-for i = 0, (#ARGV - 4) / 3 - 1 do
-  local k, a = 6 * i, 4 + 3 * i
+for i = 0, (#ARGV - 6) / 3 - 1 do
+  local k, a = 6 * i, 6 + 3 * i
   local decision = acquire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   out[3 * i + 1], out[3 * i + 2], out[3 * i + 3] = decision[1], decision[2], decision[3]
 end

@@ -28,6 +28,7 @@
   then those tokens.
 ]]
 --- @include "includes/now-ms"
+--- @include "includes/opening-ms"
 
 -- Read once, and only by a release that needs it (a wake-up or a failure): most need neither.
 local clock
@@ -79,7 +80,7 @@ local function release(circuit, leases, index, token, verdict, member)
   failures = redis.call('HINCRBY', circuit, 'failures', 1)
   if isProbe or failures >= threshold then
     openings = redis.call('HINCRBY', circuit, 'openings', 1)
-    local duration = math.min(base * 2 ^ (openings - 1), max)
+    local duration = openingMs(openings, base, max)
     redis.call('HSET', circuit, 'until', now() + duration, 'failures', 0)
     redis.call('HDEL', circuit, 'probe', 'probe_until')
     redis.call('PEXPIRE', circuit, duration + memory)
