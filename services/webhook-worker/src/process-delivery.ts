@@ -7,7 +7,7 @@ import { JobScope, Lease, PartitionGates, createAdmission } from './admission';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import { createFifoLine } from './fifo-line';
 import type { HttpSender } from './http-sender';
-import { DeliveryJob, between, jobIdOf, postpone } from './job-moves';
+import { DeliveryJob, between, jobIdOf, outageWaitMs, postpone } from './job-moves';
 import type { RetryPolicy } from './retry-policy';
 import { createSendAttempt } from './send-attempt';
 
@@ -120,7 +120,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     } catch (error) {
       if (!postponesAttempt(error)) throw error;
       databaseDownSince ??= Date.now();
-      const delayMs = Math.min(DATABASE_BACKOFF_MS.max, Math.max(DATABASE_BACKOFF_MS.min, Date.now() - databaseDownSince));
+      const delayMs = outageWaitMs(Date.now() - databaseDownSince, DATABASE_BACKOFF_MS);
       log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
       return await postpone(job, token, Date.now() + delayMs * between(random, [0.8, 1.2]));
     } finally {

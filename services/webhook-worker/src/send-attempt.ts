@@ -6,7 +6,7 @@ import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import { createAuthorizedSend } from './authorized-send';
 import { postponesAttempt, type AttemptRecord, type ClaimedDelivery, type DeliveryStore, type RecordResult } from './delivery-store';
 import type { HttpSender, SendResult } from './http-sender';
-import { between } from './job-moves';
+import { between, outageWaitMs } from './job-moves';
 import { createOAuth2Tokens } from './oauth2-tokens';
 import type { RetryPolicy } from './retry-policy';
 import { signDelivery } from './sign-delivery';
@@ -78,7 +78,7 @@ export function createSendAttempt(
     await store.unclaim(delivery.id);
     const now = Date.now();
     proxyRefusedSince ??= now;
-    const delayMs = Math.min(PROXY_BACKOFF_MS.max, Math.max(PROXY_BACKOFF_MS.min, now - proxyRefusedSince)) * between(random, [0.8, 1.2]);
+    const delayMs = outageWaitMs(now - proxyRefusedSince, PROXY_BACKOFF_MS) * between(random, [0.8, 1.2]);
     const fields = { refusedForMs: now - proxyRefusedSince, delayMs: Math.round(delayMs) };
     const message = 'egress proxy answered 407: WEBHOOK_PROXY_URL credentials refused; deliveries wait without using attempts';
     if (now - proxyOutageLoggedAt >= PROXY_OUTAGE_LOG_EVERY_MS) {
@@ -110,7 +110,7 @@ export function createSendAttempt(
         if (postponesAttempt(error)) {
           if (downSince === undefined) log.warn({ err: error }, 'attempt sent, but PostgreSQL is unreachable: it is recorded once PostgreSQL is back');
           downSince ??= now;
-          delayMs = Math.min(RECORD_RETRY_MS.max, Math.max(RECORD_RETRY_MS.min, now - downSince));
+          delayMs = outageWaitMs(now - downSince, RECORD_RETRY_MS);
         } else if (isTransactionConflict(error) && conflicts < RECORD_CONFLICT_TRIES - 1) {
           conflicts += 1;
           log.warn({ err: error, conflicts }, 'attempt record lost a conflict with another transaction; recording it again');
