@@ -8,46 +8,60 @@ import { TcpProxy, startTcpProxy } from './support/tcp-proxy';
 
 const EVENTS = 10;
 
+/** A test's own database, queue and receiver, with the worker's PostgreSQL reached through a proxy the test cuts. */
+interface BehindProxy {
+  env: TestEnvironment;
+  producer: Producer;
+  receiver: RecordingServer;
+  proxy: TcpProxy;
+  workerDb: Database;
+  worker?: ReturnType<typeof startWorker>;
+}
+
+async function startBehindProxy(): Promise<BehindProxy> {
+  const env = await createTestEnvironment({}, 'worker');
+  const producer = createProducer(env.config);
+  await producer.queue.waitUntilReady();
+  const receiver = await startRecordingServer();
+  const target = new URL(env.databaseUrl);
+  const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  target.host = `127.0.0.1:${proxy.port}`;
+  return { env, producer, receiver, proxy, workerDb: createDatabase(target.toString(), { poolMax: 5 }) };
+}
+
+async function stopBehindProxy({ env, producer, receiver, proxy, workerDb, worker }: BehindProxy): Promise<void> {
+  await worker?.close();
+  await workerDb.close().catch(() => undefined);
+  await proxy.close();
+  await producer.queue.obliterate({ force: true });
+  await producer.close();
+  await receiver.close();
+  await env.cleanup();
+}
+
 // With tracing on, each job first reads its trace context from PostgreSQL: that read must not
 // turn an outage into failed jobs either.
 describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker, then back (tracing %s)', (tracingMode) => {
   let tracing: Tracing | undefined;
-  let env: TestEnvironment;
-  let producer: Producer;
-  let receiver: RecordingServer;
-  let proxy: TcpProxy;
-  let workerDb: Database;
-  let worker: ReturnType<typeof startWorker> | undefined;
+  let setup: BehindProxy;
 
   beforeAll(async () => {
     if (tracingMode === 'on') {
       tracing = await startTracing({ serviceName: 'test', spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] });
     }
-    env = await createTestEnvironment({}, 'worker');
-    producer = createProducer(env.config);
-    await producer.queue.waitUntilReady();
-    receiver = await startRecordingServer();
-    const target = new URL(env.databaseUrl);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-    target.host = `127.0.0.1:${proxy.port}`;
-    workerDb = createDatabase(target.toString(), { poolMax: 5 });
+    setup = await startBehindProxy();
   });
 
   afterAll(async () => {
-    await worker?.close();
-    await workerDb.close().catch(() => undefined);
-    await proxy.close();
-    await producer.queue.obliterate({ force: true });
-    await producer.close();
-    await receiver.close();
-    await env.cleanup();
+    await stopBehindProxy(setup);
     await tracing?.shutdown();
   });
 
   it('When the worker cannot reach PostgreSQL, then jobs wait without using attempts, and every delivery goes out once it is back', async () => {
+    const { env, producer, receiver, proxy, workerDb } = setup;
     await addEndpoint(producer.db, `${receiver.url}/hooks`);
-    worker = startWorker(env.config, workerDb);
-    await worker.worker.waitUntilReady();
+    setup.worker = startWorker(env.config, workerDb);
+    await setup.worker.worker.waitUntilReady();
     proxy.cut();
 
     for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
@@ -75,35 +89,16 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
 // docs/design.md §13: an attempt the endpoint answered is recorded once PostgreSQL is back,
 // not sent again; only a worker that dies meanwhile leaves it to be sent again.
 describe('fault: PostgreSQL goes away between an attempt and its record', () => {
-  let env: TestEnvironment;
-  let producer: Producer;
-  let receiver: RecordingServer;
-  let proxy: TcpProxy;
-  let workerDb: Database;
-  let worker: ReturnType<typeof startWorker> | undefined;
+  let setup: BehindProxy;
 
   beforeAll(async () => {
-    env = await createTestEnvironment({}, 'worker');
-    producer = createProducer(env.config);
-    await producer.queue.waitUntilReady();
-    receiver = await startRecordingServer();
-    const target = new URL(env.databaseUrl);
-    proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-    target.host = `127.0.0.1:${proxy.port}`;
-    workerDb = createDatabase(target.toString(), { poolMax: 5 });
+    setup = await startBehindProxy();
   });
 
-  afterAll(async () => {
-    await worker?.close();
-    await workerDb.close().catch(() => undefined);
-    await proxy.close();
-    await producer.queue.obliterate({ force: true });
-    await producer.close();
-    await receiver.close();
-    await env.cleanup();
-  });
+  afterAll(async () => stopBehindProxy(setup));
 
   it('When the endpoint answered and PostgreSQL is then unreachable for 3 s, then each attempt is recorded once it is back and no webhook is sent twice', async () => {
+    const { env, producer, receiver, proxy, workerDb } = setup;
     const endpoint = await addEndpoint(producer.db, `${receiver.url}/hooks`);
     // The first request the endpoint gets cuts the worker off PostgreSQL before it is answered.
     let cutAt = 0;
@@ -114,8 +109,8 @@ describe('fault: PostgreSQL goes away between an attempt and its record', () => 
       }
       return { status: 200 };
     });
-    worker = startWorker(env.config, workerDb);
-    await worker.worker.waitUntilReady();
+    setup.worker = startWorker(env.config, workerDb);
+    await setup.worker.worker.waitUntilReady();
 
     for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
     await eventually(async () => cutAt > 0, 10_000, 'the first attempt to reach the endpoint');
