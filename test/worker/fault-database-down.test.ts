@@ -87,8 +87,12 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
 });
 
 // docs/design.md §13: an attempt the endpoint answered is recorded once PostgreSQL is back,
-// not sent again; only a worker that dies meanwhile leaves it to be sent again.
-describe('fault: PostgreSQL goes away between an attempt and its record', () => {
+// not sent again; only a worker that dies meanwhile leaves it to be sent again. A FIFO line
+// with a rate limit (§6, §14) waits on its head's record, then goes on in order.
+describe.each([
+  ['an unordered endpoint', {}],
+  ['a FIFO endpoint with a rate limit of 5 a second', { ordering: 'fifo' as const, rateLimitPerS: 5 }],
+])('fault: PostgreSQL goes away between an attempt and its record, at %s', (_name, controls) => {
   let setup: BehindProxy;
 
   beforeAll(async () => {
@@ -100,6 +104,7 @@ describe('fault: PostgreSQL goes away between an attempt and its record', () => 
   it('When the endpoint answered and PostgreSQL is then unreachable for 3 s, then each attempt is recorded once it is back and no webhook is sent twice', async () => {
     const { env, producer, receiver, proxy, workerDb } = setup;
     const endpoint = await addEndpoint(producer.db, `${receiver.url}/hooks`);
+    await producer.db.models.WebhookEndpoint.update(controls, { where: { id: endpoint.id } });
     // The first request the endpoint gets cuts the worker off PostgreSQL before it is answered.
     let cutAt = 0;
     receiver.setReply(() => {
@@ -131,5 +136,10 @@ describe('fault: PostgreSQL goes away between an attempt and its record', () => 
     expect(rows.map((row) => row.attempts)).toEqual(new Array(EVENTS).fill(1));
     expect(await producer.db.models.WebhookAttempt.count({ where: { attemptNumber: 1 } })).toBe(EVENTS);
     expect(rows.every((row) => row.endpointId === endpoint.id)).toBe(true);
+    if ('ordering' in controls) {
+      // Only the line's head was in flight at the cut, and the line kept its order.
+      expect(sentWhileDown).toBe(1);
+      expect(ids).toEqual([...rows].sort((a, b) => Number(a.sequence) - Number(b.sequence)).map((row) => row.id));
+    }
   });
 });
