@@ -1,4 +1,5 @@
 import { createDatabase, Database } from '../../shared/db';
+import { createMigrator } from '../../shared/db/migrate';
 import { withRawConnection } from '../../shared/db/raw-query';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
@@ -8,6 +9,8 @@ import { TestEnvironment, createTestEnvironment } from '../support/environment';
  * planner inlines it; a PL/pgSQL function is planned once per connection
  * (migrations/20261130000100-id-functions-planned-once.js).
  */
+const MIGRATION = '20261130000100-id-functions-planned-once.js';
+
 describe('the schema’s SQL functions', () => {
   let env: TestEnvironment;
   let db: Database;
@@ -22,14 +25,14 @@ describe('the schema’s SQL functions', () => {
     await env.cleanup();
   });
 
-  it('When a prepared statement calls any SQL-language function of the schema, then its generic plan holds the function inlined, not a call', async () => {
-    const notInlined = await withRawConnection(db.sequelize, async (connection) => {
+  /** The SQL-language functions of the schema that a generic plan calls rather than inlines, with their plans. */
+  async function notInlined(): Promise<string[]> {
+    return withRawConnection(db.sequelize, async (connection) => {
       const functions = await connection.query<{ name: string; types: string[] }>({
         text: `SELECT p.proname AS name, array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) AS t) AS types
                  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang JOIN pg_namespace n ON n.oid = p.pronamespace
                 WHERE n.nspname = 'public' AND l.lanname = 'sql' ORDER BY 1`,
       });
-      expect(functions.map((fn) => fn.name)).toEqual(expect.arrayContaining(['webhook_id_time', 'webhook_key_hi', 'webhook_key_lo']));
       await connection.query({ text: 'SET plan_cache_mode = force_generic_plan' });
       const calls: string[] = [];
       for (const [index, { name, types }] of functions.entries()) {
@@ -45,10 +48,10 @@ describe('the schema’s SQL functions', () => {
       await connection.query({ text: 'RESET plan_cache_mode' });
       return calls;
     });
-    expect(notInlined).toEqual([]);
-  });
+  }
 
-  it('When webhook_new_id draws ids, then they keep the format of ids made in Node and the time asked for', async () => {
+  /** Ids drawn now and at a given time, and whether the latter's time is the one asked for. */
+  async function drawIds(): Promise<{ now: string; at: string; exact: boolean }> {
     const [row] = await withRawConnection(db.sequelize, (connection) =>
       connection.query<{ now: string; at: string; exact: boolean }>({
         text: `SELECT webhook_new_id('msg_') AS now, webhook_new_id('evt_', $1::timestamptz) AS at,
@@ -56,11 +59,31 @@ describe('the schema’s SQL functions', () => {
         values: ['2026-11-30T23:59:59.999Z'],
       }),
     );
+    return row;
+  }
+
+  it('When a prepared statement calls any SQL-language function of the schema, then its generic plan holds the function inlined, not a call', async () => {
+    expect(await notInlined()).toEqual([]);
+  });
+
+  it('When webhook_new_id draws ids, then they keep the format of ids made in Node and the time asked for', async () => {
+    const row = await drawIds();
     expect(row.now).toMatch(/^msg_[A-Za-z0-9_-]{22}$/);
     expect(row.at).toMatch(/^evt_[A-Za-z0-9_-]{22}$/);
     const bytes = Buffer.from(row.at.slice(4), 'base64url');
     // RFC 9562 §5.7: version 7, variant 10.
     expect([bytes[6] >> 4, bytes[8] >> 6]).toEqual([7, 2]);
     expect(row.exact).toBe(true);
+  });
+
+  it('When the migration is undone and redone, then the SQL bodies come back, drawing ids of the same format, and then the ones planned once', async () => {
+    const migrator = createMigrator(db.sequelize);
+    await migrator.down({ to: MIGRATION });
+    expect((await notInlined()).map((call) => call.split(':')[0])).toEqual(['webhook_key_hi', 'webhook_new_id', 'webhook_new_id']);
+    expect(await drawIds()).toMatchObject({ now: expect.stringMatching(/^msg_[A-Za-z0-9_-]{22}$/), exact: true });
+
+    await migrator.up();
+    expect(await notInlined()).toEqual([]);
+    expect(await drawIds()).toMatchObject({ now: expect.stringMatching(/^msg_[A-Za-z0-9_-]{22}$/), exact: true });
   });
 });
