@@ -5,7 +5,7 @@
  *
  * PostgreSQL runs an SQL-language function that it cannot inline by parsing and planning its
  * body again in every statement that calls it; a create paid that twice (the event's id and
- * its delivery's), a claim and a record once or twice (`webhook_key_hi`), 50 to 80 µs each.
+ * its delivery's), a claim and a record once or twice (`webhook_key_hi`), up to 90 µs each.
  * - `webhook_key_hi(t)` could not be inlined: `timestamptz - interval` is only STABLE, and an
  *   IMMUTABLE function's body must be immutable to be inlined. Its body now holds the bound
  *   less one microsecond as a constant, so the planner inlines it like `webhook_key_lo`.
