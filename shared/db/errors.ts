@@ -22,14 +22,11 @@ const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
  * retry later.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+  for (const current of errorChain(error)) {
     if (current instanceof ConnectionError) return !isMisconfiguration(current.parent);
     const code = (current as { code?: unknown }).code;
     if (isUnavailableSqlState(code) || (typeof code === 'string' && SOCKET_ERRORS.has(code))) return true;
     if (current instanceof DatabaseError && code === undefined && LOST_CONNECTION.test(current.message)) return true;
-    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
-    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
   }
   return false;
 }
@@ -48,15 +45,12 @@ const SESSION_ENDED_SQLSTATES = new Set(['57P01', '57P02']);
  * refused with any other SQLSTATE rolled its transaction back: both committed nothing.
  */
 export function isOutcomeUnknown(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+  for (const current of errorChain(error)) {
     if (current instanceof ConnectionError) return false;
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string' && ((code.startsWith('08') && code !== '08001' && code !== '08004') || SESSION_ENDED_SQLSTATES.has(code))) return true;
     if (typeof code === 'string' && LOST_SOCKET_ERRORS.has(code)) return true;
     if (current instanceof DatabaseError && code === undefined && LOST_MID_STATEMENT.test(current.message)) return true;
-    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
-    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
   }
   return false;
 }
@@ -81,6 +75,19 @@ export class StandbyReachedError extends Error {
   constructor() {
     super('the server at DATABASE_URL is a standby (pg_is_in_recovery() is true), not the primary');
     this.name = 'StandbyReachedError';
+  }
+}
+
+/**
+ * `error` and the errors it wraps, outermost first: Sequelize's `parent` and `original`, else
+ * the standard `cause`; at most five, and only Error objects.
+ */
+function* errorChain(error: unknown): Generator<Error> {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+    yield current;
+    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
+    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
   }
 }
 
@@ -109,11 +116,8 @@ const CONFLICT_SQLSTATES = new Set(['40P01', '40001']);
  * usually succeeds.
  */
 export function isTransactionConflict(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+  for (const current of errorChain(error)) {
     if (CONFLICT_SQLSTATES.has((current as { code?: unknown }).code as string)) return true;
-    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
-    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
   }
   return false;
 }
