@@ -1,5 +1,5 @@
 import { ConnectionError, DatabaseError } from 'sequelize';
-import { isOutcomeUnknown } from '../../shared/db';
+import { isOutcomeUnknown, isTransactionConflict } from '../../shared/db';
 
 /** A statement's failure as Sequelize and the raw-query helper report it: node-postgres' error inside a DatabaseError. */
 function statementError(message: string, code?: string): DatabaseError {
@@ -34,5 +34,25 @@ describe('whether a failed write may have committed', () => {
     ['a Redis connection was closed', new Error('Connection is closed.')],
   ])('when %s, then nothing was committed', (_, error) => {
     expect(isOutcomeUnknown(error)).toBe(false);
+  });
+});
+
+/** docs/design.md §13: a record that lost to another transaction committed nothing and runs again. */
+describe('whether a failed transaction lost a conflict with another', () => {
+  it.each([
+    ['a deadlock', statementError('deadlock detected', '40P01')],
+    ['a serialization failure', statementError('could not serialize access due to concurrent update', '40001')],
+    ['a deadlock wrapped as a cause', new Error('recording the attempt failed', { cause: statementError('deadlock detected', '40P01') })],
+  ])('when %s, then it is a conflict', (_, error) => {
+    expect(isTransactionConflict(error)).toBe(true);
+  });
+
+  it.each([
+    ['a unique violation', statementError('duplicate key value violates unique constraint', '23505')],
+    ['the connection ended mid-statement', statementError('Connection terminated unexpectedly')],
+    ['the connection was refused', connectError('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')],
+    ['something else failed', new TypeError('cannot read properties of undefined')],
+  ])('when %s, then it is not', (_, error) => {
+    expect(isTransactionConflict(error)).toBe(false);
   });
 });
