@@ -4,23 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { BrowserContext, Page, chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { freePort, ROOT, ServiceProcess, startService, waitFor } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { certificateMaker } from '../support/test-certificates';
 
-/** Debian's package; `.ci/run` installs it when missing. */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 // Bounds for a busy machine: how long a process may take to become ready, and the set-up.
 const STARTUP_MS = 60_000;
 const SETUP_MS = 150_000;
