@@ -8,344 +8,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List endpoints, newest first (users: their own) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                active: boolean;
-                                /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
-                                auth: {
-                                    audience: string | null;
-                                    client_id: string;
-                                    /** @description Always "********". */
-                                    client_secret: string;
-                                    scope: string | null;
-                                    token_url: string;
-                                    /** @enum {string} */
-                                    type: "oauth2_client_credentials";
-                                } | null;
-                                /** @description The certificate presented for mutual TLS (never its key); null: none. */
-                                client_certificate: {
-                                    /**
-                                     * Format: date-time
-                                     * @description When the certificate expires.
-                                     */
-                                    not_after: string | null;
-                                    /** @description The certificate's subject, e.g. `CN=sender.example`. */
-                                    subject: string;
-                                } | null;
-                                /** Format: date-time */
-                                created_at: string;
-                                description: string | null;
-                                disabled_reason: string | null;
-                                /** @description Empty: every event. */
-                                events: string[];
-                                /** @description Matched against each event's data before a delivery is made; null: every event. */
-                                filter: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
-                                headers: {
-                                    [key: string]: string;
-                                };
-                                id: number;
-                                /**
-                                 * @description `fifo`: one delivery at a time, in the order the events were made.
-                                 * @enum {string}
-                                 */
-                                ordering: "unordered" | "fifo";
-                                /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
-                                public_key: string | null;
-                                /** @description Attempts started per second at most, across all workers; null: no limit. */
-                                rate_limit_per_s: number | null;
-                                /**
-                                 * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
-                                 * @enum {string}
-                                 */
-                                signature_scheme: "hmac-sha256" | "ed25519";
-                                /** Format: date-time */
-                                updated_at: string;
-                                url: string;
-                                /** @description The owning user; null for an operator endpoint. */
-                                user_id: number | null;
-                            }[];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List endpoints, newest first (users: their own)
+         * @description A page of endpoints, newest first. Service keys with `endpoints:read` see all; users see their own.
+         */
+        get: operations["listEndpoints"];
         put?: never;
-        /** Add an endpoint (operator endpoint with a service key, your own with a user token) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it. */
-                        auth?: {
-                            /** @description Sent as `audience` in the token request, for servers that want it. */
-                            audience?: string | null;
-                            client_id: string;
-                            /** @description Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin. */
-                            client_secret: string;
-                            /** @description Space-separated scopes (RFC 6749 §3.3). */
-                            scope?: string | null;
-                            /**
-                             * Format: uri
-                             * @description The token endpoint (http or https; https in production unless allowlisted).
-                             */
-                            token_url: string;
-                            /** @enum {string} */
-                            type: "oauth2_client_credentials";
-                        } | null;
-                        /** @description A client certificate the worker presents for mutual TLS to the endpoint's own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it. */
-                        client_certificate?: {
-                            /** @description PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain. */
-                            cert: string;
-                            /** @description Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key). */
-                            key: string;
-                        } | null;
-                        description?: string | null;
-                        /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
-                        events?: string[];
-                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
-                        filter?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise). */
-                        headers?: {
-                            [key: string]: string;
-                        };
-                        /**
-                         * @description `fifo`: one delivery at a time, in the order the events were made (default `unordered`).
-                         * @enum {string}
-                         */
-                        ordering?: "unordered" | "fifo";
-                        /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
-                        rate_limit_per_s?: number | null;
-                        /** @description Default: `whsec_` + base64 of 32 random bytes; for ed25519 a fresh key pair, or your own `whsk_` private key (base64 of the 32-byte seed, or of 64 bytes seed then public key). */
-                        secret?: string;
-                        /**
-                         * @description `hmac-sha256` (default): X-Signature and Standard Webhooks `v1`. `ed25519`: Standard Webhooks `v1a` asymmetric signatures, no X-Signature; the endpoint gets a key pair and its receiver verifies with the `whpk_` public key. Set on create.
-                         * @enum {string}
-                         */
-                        signature_scheme?: "hmac-sha256" | "ed25519";
-                        /**
-                         * Format: uri
-                         * @description http:// or https://
-                         */
-                        url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active: boolean;
-                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
-                            auth: {
-                                audience: string | null;
-                                client_id: string;
-                                /** @description Always "********". */
-                                client_secret: string;
-                                scope: string | null;
-                                token_url: string;
-                                /** @enum {string} */
-                                type: "oauth2_client_credentials";
-                            } | null;
-                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
-                            client_certificate: {
-                                /**
-                                 * Format: date-time
-                                 * @description When the certificate expires.
-                                 */
-                                not_after: string | null;
-                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
-                                subject: string;
-                            } | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            description: string | null;
-                            disabled_reason: string | null;
-                            /** @description Empty: every event. */
-                            events: string[];
-                            /** @description Matched against each event's data before a delivery is made; null: every event. */
-                            filter: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
-                            headers: {
-                                [key: string]: string;
-                            };
-                            id: number;
-                            /**
-                             * @description `fifo`: one delivery at a time, in the order the events were made.
-                             * @enum {string}
-                             */
-                            ordering: "unordered" | "fifo";
-                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
-                            public_key: string | null;
-                            /** @description Attempts started per second at most, across all workers; null: no limit. */
-                            rate_limit_per_s: number | null;
-                            /** @description Shown only here and on rotation; for ed25519 the `whpk_` public key (the private key is never shown). */
-                            secret: string;
-                            /**
-                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
-                             * @enum {string}
-                             */
-                            signature_scheme: "hmac-sha256" | "ed25519";
-                            /** Format: date-time */
-                            updated_at: string;
-                            url: string;
-                            /** @description The owning user; null for an operator endpoint. */
-                            user_id: number | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Add an endpoint (operator endpoint with a service key, your own with a user token)
+         * @description Adds an endpoint: its URL, the events it subscribes to and its controls (headers, ordering, rate limit, filter, signature scheme, auth). The answer carries the signing secret, shown only here and on rotation. Service keys with `endpoints:write` make operator endpoints; users make their own.
+         */
+        post: operations["createEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -359,455 +32,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read an endpoint */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active: boolean;
-                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
-                            auth: {
-                                audience: string | null;
-                                client_id: string;
-                                /** @description Always "********". */
-                                client_secret: string;
-                                scope: string | null;
-                                token_url: string;
-                                /** @enum {string} */
-                                type: "oauth2_client_credentials";
-                            } | null;
-                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
-                            client_certificate: {
-                                /**
-                                 * Format: date-time
-                                 * @description When the certificate expires.
-                                 */
-                                not_after: string | null;
-                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
-                                subject: string;
-                            } | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            description: string | null;
-                            disabled_reason: string | null;
-                            /** @description Empty: every event. */
-                            events: string[];
-                            /** @description Matched against each event's data before a delivery is made; null: every event. */
-                            filter: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
-                            headers: {
-                                [key: string]: string;
-                            };
-                            id: number;
-                            /**
-                             * @description `fifo`: one delivery at a time, in the order the events were made.
-                             * @enum {string}
-                             */
-                            ordering: "unordered" | "fifo";
-                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
-                            public_key: string | null;
-                            /** @description Attempts started per second at most, across all workers; null: no limit. */
-                            rate_limit_per_s: number | null;
-                            /**
-                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
-                             * @enum {string}
-                             */
-                            signature_scheme: "hmac-sha256" | "ed25519";
-                            /** Format: date-time */
-                            updated_at: string;
-                            url: string;
-                            /** @description The owning user; null for an operator endpoint. */
-                            user_id: number | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Read an endpoint
+         * @description One endpoint with its state (`active`, `disabled_reason`). Users read only their own (another's is 404).
+         */
+        get: operations["getEndpoint"];
         put?: never;
         post?: never;
-        /** Delete an endpoint; its pending deliveries end failed */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delete an endpoint; its pending deliveries end failed
+         * @description Deletes an endpoint; its pending deliveries end `failed`. Service keys with `endpoints:write`; users their own.
+         */
+        delete: operations["deleteEndpoint"];
         options?: never;
         head?: never;
-        /** Change an endpoint; `active: true` re-enables it */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description `true` re-enables the endpoint and clears `disabled_reason`. */
-                        active?: boolean;
-                        /** @description OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it. */
-                        auth?: {
-                            /** @description Sent as `audience` in the token request, for servers that want it. */
-                            audience?: string | null;
-                            client_id: string;
-                            /** @description Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin. */
-                            client_secret: string;
-                            /** @description Space-separated scopes (RFC 6749 §3.3). */
-                            scope?: string | null;
-                            /**
-                             * Format: uri
-                             * @description The token endpoint (http or https; https in production unless allowlisted).
-                             */
-                            token_url: string;
-                            /** @enum {string} */
-                            type: "oauth2_client_credentials";
-                        } | null;
-                        /** @description A client certificate the worker presents for mutual TLS to the endpoint's own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it. */
-                        client_certificate?: {
-                            /** @description PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain. */
-                            cert: string;
-                            /** @description Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key). */
-                            key: string;
-                        } | null;
-                        description?: string | null;
-                        /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
-                        events?: string[];
-                        /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
-                        filter?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise). */
-                        headers?: {
-                            [key: string]: string;
-                        };
-                        /**
-                         * @description `fifo`: one delivery at a time, in the order the events were made (default `unordered`).
-                         * @enum {string}
-                         */
-                        ordering?: "unordered" | "fifo";
-                        /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
-                        rate_limit_per_s?: number | null;
-                        /**
-                         * Format: uri
-                         * @description http:// or https://
-                         */
-                        url?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active: boolean;
-                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
-                            auth: {
-                                audience: string | null;
-                                client_id: string;
-                                /** @description Always "********". */
-                                client_secret: string;
-                                scope: string | null;
-                                token_url: string;
-                                /** @enum {string} */
-                                type: "oauth2_client_credentials";
-                            } | null;
-                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
-                            client_certificate: {
-                                /**
-                                 * Format: date-time
-                                 * @description When the certificate expires.
-                                 */
-                                not_after: string | null;
-                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
-                                subject: string;
-                            } | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            description: string | null;
-                            disabled_reason: string | null;
-                            /** @description Empty: every event. */
-                            events: string[];
-                            /** @description Matched against each event's data before a delivery is made; null: every event. */
-                            filter: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
-                            headers: {
-                                [key: string]: string;
-                            };
-                            id: number;
-                            /**
-                             * @description `fifo`: one delivery at a time, in the order the events were made.
-                             * @enum {string}
-                             */
-                            ordering: "unordered" | "fifo";
-                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
-                            public_key: string | null;
-                            /** @description Attempts started per second at most, across all workers; null: no limit. */
-                            rate_limit_per_s: number | null;
-                            /**
-                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
-                             * @enum {string}
-                             */
-                            signature_scheme: "hmac-sha256" | "ed25519";
-                            /** Format: date-time */
-                            updated_at: string;
-                            url: string;
-                            /** @description The owning user; null for an operator endpoint. */
-                            user_id: number | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Change an endpoint; `active: true` re-enables it
+         * @description Changes the fields sent and keeps the others; `active: true` re-enables a disabled endpoint and clears `disabled_reason`. Service keys with `endpoints:write`; users their own.
+         */
+        patch: operations["updateEndpoint"];
         trace?: never;
     };
     "/api/v1/endpoints/{id}/recover": {
@@ -819,139 +62,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Attempt again every failed delivery since a time (at most 10,000 per call) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description ISO 8601: failed deliveries whose last attempt is at or after this are attempted again.
-                         */
-                        since: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            count: number;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The queue or database is unavailable; retry later */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Attempt again every failed delivery since a time (at most 10,000 per call)
+         * @description Queues another attempt of each failed delivery to this endpoint since a time, at most 10,000 per call; the answer says how many and whether more remain. Service keys with `webhooks:send`; users their own.
+         */
+        post: operations["recoverEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -967,140 +82,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deliver the past events this endpoint would receive now and never got (at most 10,000 per call) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description ISO 8601: post changes and fan-out events made at or after this that the endpoint would receive now and never got are delivered, oldest first. At most WEBHOOK_RETENTION_DAYS minus one day ago.
-                         */
-                        since: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Deliveries made. */
-                            count: number;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The queue or database is unavailable; retry later */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Deliver the past events this endpoint would receive now and never got (at most 10,000 per call)
+         * @description Makes deliveries of the stored past events this endpoint subscribes to now and never received, at most 10,000 per call. Service keys with `webhooks:send`; users their own.
+         */
+        post: operations["replayEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1116,112 +102,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rotate the signing secret; the old one also signs during the overlap */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description How long the old secret also signs deliveries, hours.
-                         * @default 24
-                         */
-                        overlap_hours?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The new secret; for ed25519 the new `whpk_` public key. */
-                            secret: string;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Rotate the signing secret; the old one also signs during the overlap
+         * @description Makes a new signing secret and answers with it; the old one signs beside it until the overlap ends, so receivers can switch without losing a webhook.
+         */
+        post: operations["rotateEndpointSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1235,143 +120,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An endpoint's health over the last 24 hours; with `?series=1h|24h` its attempts per interval for charts */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Adds `series`: `1h` the last hour by minute (60 intervals), `24h` the last 24 hours by hour (24 intervals). */
-                    series?: "1h" | "24h";
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Attempts of the last 24 h. */
-                            attempts_24h: number;
-                            /** @enum {string} */
-                            circuit: "closed" | "open" | "half_open";
-                            /** @description Failed attempts in the open episode, without a success between; null when none is open. */
-                            consecutive_failures: number | null;
-                            disabled_reason: string | null;
-                            /**
-                             * Format: date-time
-                             * @description The first failed attempt of the endpoint's open failure episode (from a failure after a success until the next success or re-enable); null when none is open.
-                             */
-                            failing_since: string | null;
-                            /** Format: date-time */
-                            last_failure_at: string | null;
-                            /** Format: date-time */
-                            last_success_at: string | null;
-                            /** @description Median, over the last 24 h, of the attempts' durations, ms; null without attempts. */
-                            p50_ms: number | null;
-                            /** @description 95th percentile, over the last 24 h, of the attempts' durations, ms; null without attempts. */
-                            p95_ms: number | null;
-                            /** @description With `?series=`: attempts per interval by outcome and their latencies, oldest first, empty intervals included. */
-                            series?: {
-                                /** @description Attempts answered otherwise (or with no answer) that were their delivery's last: the delivery was given up. */
-                                failed: number;
-                                /** @description Median of the attempts' durations, ms; null without attempts. */
-                                p50_ms: number | null;
-                                /** @description 95th percentile of the attempts' durations, ms; null without attempts. */
-                                p95_ms: number | null;
-                                /** @description Attempts answered otherwise (or with no answer) after which their delivery was attempted again or has an attempt to come. */
-                                retried: number;
-                                /**
-                                 * Format: date-time
-                                 * @description Start of the interval (UTC, a whole minute or hour); the last interval is the current one.
-                                 */
-                                start: string;
-                                /** @description Attempts answered 2xx. */
-                                succeeded: number;
-                            }[];
-                            /** @description 2xx attempts over all attempts of the last 24 h, 0 to 1; null without attempts. */
-                            success_rate_24h: number | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * An endpoint's health over the last 24 hours; with `?series=1h|24h` its attempts per interval for charts
+         * @description Success rate, attempt counts and latency percentiles of the endpoint over the last 24 hours, and with `series` its counts per interval for charts.
+         */
+        get: operations["getEndpointStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1389,116 +142,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a signed webhook.test delivery */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The delivery id (webhook-id). */
-                            id: string;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send a signed webhook.test delivery
+         * @description Queues a signed `webhook.test` delivery to the endpoint and answers with its id, to check a receiver end to end.
+         */
+        post: operations["testEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1512,189 +160,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The event types endpoints may subscribe to and services may send */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                description: string | null;
-                                name: string;
-                                /** @description A JSON Schema of the event's data. */
-                                schema: {
-                                    [key: string]: unknown;
-                                } | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The event types endpoints may subscribe to and services may send
+         * @description The catalog: each event type's name, description and JSON Schema, built-in and added ones.
+         */
+        get: operations["listEventTypes"];
         put?: never;
-        /** Add an event type to the catalog (service keys only) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        description?: string | null;
-                        /** @description Lowercase and dotted, e.g. `invoice.paid`; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
-                        name: string;
-                        /** @description A JSON Schema of the event's data. */
-                        schema?: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            description: string | null;
-                            name: string;
-                            /** @description A JSON Schema of the event's data. */
-                            schema: {
-                                [key: string]: unknown;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Add an event type to the catalog (service keys only)
+         * @description Adds an event type with its description and JSON Schema; endpoints may then subscribe to it and services send it. Service keys with `endpoints:write`.
+         */
+        post: operations["createEventType"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1710,111 +186,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Fan an event out to the subscribed operator endpoints and, with user_id, that user's (service keys only) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description A name from GET /api/v1/event-types; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
-                        event: string;
-                        /** @description A non-empty object, array, or raw JSON string; sent as `_data` of the envelope. */
-                        payload: unknown;
-                        /** @description Also fan out to this user's own endpoints. */
-                        user_id?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description One delivery id per delivery made. */
-                            ids: string[];
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Fan an event out to the subscribed operator endpoints and, with user_id, that user's (service keys only)
+         * @description Makes one delivery for every endpoint subscribed to the event (the operator's and, with `user_id`, that user's) in one commit, and answers with their ids. Service keys with `webhooks:send`; honours `Idempotency-Key`.
+         */
+        post: operations["publishEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1828,239 +204,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A user's portal links, newest first, with their state (never their tokens) */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                    limit?: number;
-                    user_id: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: date-time */
-                                created_at: string;
-                                /** Format: date-time */
-                                expires_at: string;
-                                id: number;
-                                /**
-                                 * Format: date-time
-                                 * @description When it was deleted, ending its session; null otherwise.
-                                 */
-                                revoked_at: string | null;
-                                /**
-                                 * @description `manage`: the GET routes and the changes (create, change, delete, test, rotate, recover, replay, redeliver); `read`: the GET routes only.
-                                 * @enum {string}
-                                 */
-                                scope: "manage" | "read";
-                                session_ttl_s: number;
-                                /**
-                                 * Format: date-time
-                                 * @description When it was opened; null while unused.
-                                 */
-                                used_at: string | null;
-                                user_id: number;
-                            }[];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * A user's portal links, newest first, with their state (never their tokens)
+         * @description A user's portal links, newest first, with their state (unused, used, expired, revoked); never their tokens. Service keys with `portal:write`.
+         */
+        get: operations["listPortalLinks"];
         put?: never;
-        /** Mint a one-time link into the dashboard for one user (that user's endpoints and deliveries only) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description `manage`: the GET routes and the changes (create, change, delete, test, rotate, recover, replay, redeliver); `read`: the GET routes only.
-                         * @default manage
-                         * @enum {string}
-                         */
-                        scope?: "manage" | "read";
-                        /**
-                         * @description Seconds the session it opens lasts, from the opening.
-                         * @default 3600
-                         */
-                        session_ttl_s?: number;
-                        /**
-                         * @description Seconds the link can be opened in.
-                         * @default 3600
-                         */
-                        ttl_s?: number;
-                        /** @description The user whose endpoints and deliveries the link opens. */
-                        user_id: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * Format: date-time
-                             * @description The link cannot be opened after this.
-                             */
-                            expires_at: string;
-                            id: number;
-                            /** @description `<APP_URL>/portal#token=<token>`: hand it to the user; it opens once. The token is shown only here. */
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Mint a one-time link into the dashboard for one user (that user's endpoints and deliveries only)
+         * @description Makes a one-time link that opens the dashboard as one user, seeing only that user's endpoints and deliveries. The link's token is in this answer only. Service keys with `portal:write`.
+         */
+        post: operations["createPortalLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2077,97 +231,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a link: it no longer opens, and the session it opened ends in every api process within 1 s */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Revoked (also when it already was) */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Revoke a link: it no longer opens, and the session it opened ends in every api process within 1 s
+         * @description Revokes a portal link: it no longer opens, and the session it opened ends in every api process within 1 s. Service keys with `portal:write`.
+         */
+        delete: operations["revokePortalLink"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2182,90 +250,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open a portal link: exchange its token (once) for a session as its user; the portal page does this */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The token from the fragment of a portal link (`#token=...`). */
-                        token: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * Format: date-time
-                             * @description The session ends then, or earlier when its link is deleted.
-                             */
-                            expires_at: string;
-                            /**
-                             * @description `manage`: the GET routes and the changes (create, change, delete, test, rotate, recover, replay, redeliver); `read`: the GET routes only.
-                             * @enum {string}
-                             */
-                            scope: "manage" | "read";
-                            /** @description `ps_...`: send as `Authorization: Bearer ps_...` with no user id header. Shown only here. */
-                            token: string;
-                            user_id: number;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Open a portal link: exchange its token (once) for a session as its user; the portal page does this
+         * @description Exchanges a portal link's token, once, for a session token (`ps_...`) acting as the link's user within its scope; the portal page calls it.
+         */
+        post: operations["openPortalSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2279,75 +268,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List posts, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    offset?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                body: string;
-                                id: number;
-                                /** @description APP_URL/cdn/<file> or null */
-                                image: string | null;
-                                /** @description APP_URL/api/v1/posts/<id> */
-                                link: string;
-                                title: string;
-                                userId: number;
-                                /** Format: uuid */
-                                uuid: string;
-                            }[];
-                            status: number;
-                        };
-                    };
-                };
-                /** @description No posts */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Bad limit or offset */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Bad credentials, quota exceeded, or unknown endpoint */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List posts, newest first
+         * @description A page of posts, newest first, with `limit` and `offset`; 204 when the page is empty. Needs the user's bearer token and user id; counts against the user's daily quota.
+         */
+        get: operations["listPosts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2363,64 +288,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one post */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Post id (pid) */
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            item: {
-                                body: string;
-                                /** Format: date-time */
-                                created_date: string;
-                                image: string | null;
-                                postId: number;
-                                title: string;
-                                /** Format: date-time */
-                                updated_date: string;
-                                userId: number;
-                                /** Format: uuid */
-                                uuid: string;
-                            };
-                            status: number;
-                        };
-                    };
-                };
-                /** @description No such post */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Bad credentials, quota exceeded, or unknown endpoint */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Read one post
+         * @description One post by its id; 204 when there is none. Needs the user's bearer token and user id.
+         */
+        get: operations["getPost"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2440,141 +312,9 @@ export interface paths {
         put?: never;
         /**
          * Create a post (JSON, or multipart with an optional image)
-         * @description multipart/form-data takes the fields title, body and userId, or one field `body` holding that JSON; the optional file `image` is a PNG, JPEG, GIF or WebP of at most 2 MB.
+         * @description Creates a post owned by the caller, from JSON or from multipart/form-data with an optional image; an `Idempotency-Key` header makes a retry answer as the first call did. Emits `post.created`. multipart/form-data takes the fields title, body and userId, or one field `body` holding that JSON; the optional file `image` is a PNG, JPEG, GIF or WebP of at most 2 MB.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body: string;
-                        /**
-                         * Format: binary
-                         * @description multipart only
-                         */
-                        image?: string;
-                        title: string;
-                        /** @description Must equal the authenticated user id */
-                        userId: number;
-                    };
-                    "multipart/form-data": {
-                        body: string;
-                        /**
-                         * Format: binary
-                         * @description multipart only
-                         */
-                        image?: string;
-                        title: string;
-                        /** @description Must equal the authenticated user id */
-                        userId: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            item: {
-                                body: string;
-                                /** Format: date-time */
-                                created_date: string;
-                                image: string | null;
-                                postId: number;
-                                title: string;
-                                /** Format: date-time */
-                                updated_date: string;
-                                userId: number;
-                                /** Format: uuid */
-                                uuid: string;
-                            };
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Bad credentials, quota exceeded, or unknown endpoint */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description userId is not the authenticated user */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Image or body too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Image is not png, jpeg, gif or webp, or unsupported content type */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Server error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2591,52 +331,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete your post */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Post id (pid) */
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Bad credentials, quota exceeded, or unknown endpoint */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description No such post, or not yours */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delete your post
+         * @description Deletes one of the caller's own posts; 204 on success. Emits `post.deleted`.
+         */
+        delete: operations["deletePost"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2650,78 +349,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Update your post */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Post id (pid) */
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Same as content (the name create uses); if both are given they must be equal */
-                        body?: string;
-                        content?: string;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Validation failed */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description Bad credentials, quota exceeded, or unknown endpoint */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-                /** @description No such post, or not yours */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            status: number;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Update your post
+         * @description Changes the title and body of one of the caller's own posts. Emits `post.updated`.
+         */
+        put: operations["updatePost"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2736,117 +368,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The health of all your endpoints over the last 24 hours; with `?series=1h|24h` their attempts per interval for charts */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Adds `series`: `1h` the last hour by minute (60 intervals), `24h` the last 24 hours by hour (24 intervals). */
-                    series?: "1h" | "24h";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Attempts to them in the last 24 h. */
-                            attempts_24h: number;
-                            /** @description Endpoints the caller may see (an operator: all; a user: their own). */
-                            endpoints: number;
-                            /** @description Of those, how many are disabled. */
-                            endpoints_disabled: number;
-                            /** @description Median, over the last 24 h, of the attempts' durations, ms; null without attempts. */
-                            p50_ms: number | null;
-                            /** @description 95th percentile, over the last 24 h, of the attempts' durations, ms; null without attempts. */
-                            p95_ms: number | null;
-                            /** @description With `?series=`: attempts per interval by outcome and their latencies, oldest first, empty intervals included. */
-                            series?: {
-                                /** @description Attempts answered otherwise (or with no answer) that were their delivery's last: the delivery was given up. */
-                                failed: number;
-                                /** @description Median of the attempts' durations, ms; null without attempts. */
-                                p50_ms: number | null;
-                                /** @description 95th percentile of the attempts' durations, ms; null without attempts. */
-                                p95_ms: number | null;
-                                /** @description Attempts answered otherwise (or with no answer) after which their delivery was attempted again or has an attempt to come. */
-                                retried: number;
-                                /**
-                                 * Format: date-time
-                                 * @description Start of the interval (UTC, a whole minute or hour); the last interval is the current one.
-                                 */
-                                start: string;
-                                /** @description Attempts answered 2xx. */
-                                succeeded: number;
-                            }[];
-                            /** @description 2xx attempts over all attempts of the last 24 h, 0 to 1; null without attempts. */
-                            success_rate_24h: number | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The health of all your endpoints over the last 24 hours; with `?series=1h|24h` their attempts per interval for charts
+         * @description Success rate, attempt counts and latency percentiles over all visible endpoints in the last 24 hours, and with `series` their counts per interval for charts.
+         */
+        get: operations["getStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2862,231 +388,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List deliveries, newest first (users: deliveries to their endpoints) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                    endpoint_id?: number;
-                    event?: string;
-                    limit?: number;
-                    /** @description ISO 8601; `created_at` at or after it. */
-                    since?: string;
-                    status?: "pending" | "delivering" | "succeeded" | "failed";
-                    /** @description ISO 8601; `created_at` at or before it. */
-                    until?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                attempt_count: number;
-                                /** Format: date-time */
-                                created_at: string;
-                                /** Format: date-time */
-                                delivered_at: string | null;
-                                /** @description Null for an ad-hoc send. */
-                                endpoint_id: number | null;
-                                event: string | null;
-                                /** @description The event delivered (evt_...), its body stored once; null for a delivery made before events were stored. */
-                                event_id: string | null;
-                                /** @description The webhook-id, stable across attempts. */
-                                id: string;
-                                last_error: string | null;
-                                last_status_code: number | null;
-                                /** Format: date-time */
-                                next_attempt_at: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "delivering" | "succeeded" | "failed";
-                                url: string;
-                            }[];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List deliveries, newest first (users: deliveries to their endpoints)
+         * @description A page of deliveries, newest first, filtered by status, event, endpoint and time; `next_cursor` continues it. Service keys with `webhooks:read` see all; users see the deliveries to their own endpoints.
+         */
+        get: operations["listDeliveries"];
         put?: never;
-        /** Send one signed webhook to a URL (service keys only) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Your choice; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
-                        event: string;
-                        headers?: {
-                            [key: string]: string;
-                        };
-                        /** @enum {string} */
-                        method?: "POST" | "PUT" | "PATCH" | "DELETE";
-                        /** @description A non-empty object, array, or raw JSON string; sent as `_data` of the envelope. */
-                        payload: unknown;
-                        /** @description `whsec_` + base64 (Standard Webhooks), or any other string. */
-                        secret: string;
-                        /** Format: uri */
-                        url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The delivery id (webhook-id). */
-                            id: string;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send one signed webhook to a URL (service keys only)
+         * @description Queues one signed webhook to a URL (or to an endpoint) and answers with its delivery id at once; the worker sends it with retries. Service keys with `webhooks:send`; an `Idempotency-Key` header makes a retry answer as the first call did.
+         */
+        post: operations["sendWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3100,129 +412,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read a delivery with its attempts */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attempt_count: number;
-                            attempts: {
-                                /** Format: date-time */
-                                created_at: string;
-                                duration_ms: number;
-                                error: string | null;
-                                number: number;
-                                /** @description The first 2 KB of the answer. */
-                                response_excerpt: string | null;
-                                status_code: number | null;
-                            }[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            delivered_at: string | null;
-                            /** @description Null for an ad-hoc send. */
-                            endpoint_id: number | null;
-                            event: string | null;
-                            /** @description The event delivered (evt_...), its body stored once; null for a delivery made before events were stored. */
-                            event_id: string | null;
-                            /** @description The webhook-id, stable across attempts. */
-                            id: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            /** Format: date-time */
-                            next_attempt_at: string | null;
-                            /** @enum {string} */
-                            status: "pending" | "delivering" | "succeeded" | "failed";
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Read a delivery with its attempts
+         * @description One delivery with every attempt: status code, duration and the start of the answer. Service keys with `webhooks:read`; users only deliveries to their own endpoints (another's is 404).
+         */
+        get: operations["getDelivery"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3240,130 +434,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Attempt a finished delivery once more, with the same webhook-id */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description The delivery id (webhook-id). */
-                            id: string;
-                        };
-                    };
-                };
-                /** @description Invalid request */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Missing or invalid credentials */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Not found, or another principal's */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Conflict with the current state */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Rate limited */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description The queue or database is unavailable; retry later */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message?: string;
-                            status?: number;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Attempt a finished delivery once more, with the same webhook-id
+         * @description Queues one more attempt of a finished delivery under the same webhook-id, so a receiver that dedupes by it processes it once. Service keys with `webhooks:send`; users for their own endpoints.
+         */
+        post: operations["redeliverDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3377,25 +452,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Liveness
+         * @description Answers 200 while the process runs; it checks no dependency.
+         */
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3411,25 +472,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: database and Redis reachable */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Readiness: database and Redis reachable
+         * @description Answers 200 when each check (PostgreSQL, and Redis where the process uses it) answers within 2 s, else 503 naming those that are down.
+         */
+        get: operations["getReady"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3449,4 +496,3071 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    listEndpoints: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            active: boolean;
+                            /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                            auth: {
+                                audience: string | null;
+                                client_id: string;
+                                /** @description Always "********". */
+                                client_secret: string;
+                                scope: string | null;
+                                token_url: string;
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                            } | null;
+                            /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                            client_certificate: {
+                                /**
+                                 * Format: date-time
+                                 * @description When the certificate expires.
+                                 */
+                                not_after: string | null;
+                                /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                                subject: string;
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            description: string | null;
+                            disabled_reason: string | null;
+                            /** @description Empty: every event. */
+                            events: string[];
+                            /** @description Matched against each event's data before a delivery is made; null: every event. */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            id: number;
+                            /**
+                             * @description `fifo`: one delivery at a time, in the order the events were made.
+                             * @enum {string}
+                             */
+                            ordering: "unordered" | "fifo";
+                            /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                            public_key: string | null;
+                            /** @description Attempts started per second at most, across all workers; null: no limit. */
+                            rate_limit_per_s: number | null;
+                            /**
+                             * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                             * @enum {string}
+                             */
+                            signature_scheme: "hmac-sha256" | "ed25519";
+                            /** Format: date-time */
+                            updated_at: string;
+                            url: string;
+                            /** @description The owning user; null for an operator endpoint. */
+                            user_id: number | null;
+                        }[];
+                        /** @description Pass as `cursor` for the next page; null on the last. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it. */
+                    auth?: {
+                        /** @description Sent as `audience` in the token request, for servers that want it. */
+                        audience?: string | null;
+                        client_id: string;
+                        /** @description Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin. */
+                        client_secret: string;
+                        /** @description Space-separated scopes (RFC 6749 §3.3). */
+                        scope?: string | null;
+                        /**
+                         * Format: uri
+                         * @description The token endpoint (http or https; https in production unless allowlisted).
+                         */
+                        token_url: string;
+                        /** @enum {string} */
+                        type: "oauth2_client_credentials";
+                    } | null;
+                    /** @description A client certificate the worker presents for mutual TLS to the endpoint's own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it. */
+                    client_certificate?: {
+                        /** @description PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain. */
+                        cert: string;
+                        /** @description Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key). */
+                        key: string;
+                    } | null;
+                    description?: string | null;
+                    /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
+                    events?: string[];
+                    /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise). */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * @description `fifo`: one delivery at a time, in the order the events were made (default `unordered`).
+                     * @enum {string}
+                     */
+                    ordering?: "unordered" | "fifo";
+                    /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
+                    rate_limit_per_s?: number | null;
+                    /** @description Default: `whsec_` + base64 of 32 random bytes; for ed25519 a fresh key pair, or your own `whsk_` private key (base64 of the 32-byte seed, or of 64 bytes seed then public key). */
+                    secret?: string;
+                    /**
+                     * @description `hmac-sha256` (default): X-Signature and Standard Webhooks `v1`. `ed25519`: Standard Webhooks `v1a` asymmetric signatures, no X-Signature; the endpoint gets a key pair and its receiver verifies with the `whpk_` public key. Set on create.
+                     * @enum {string}
+                     */
+                    signature_scheme?: "hmac-sha256" | "ed25519";
+                    /**
+                     * Format: uri
+                     * @description http:// or https://
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        active: boolean;
+                        /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                        auth: {
+                            audience: string | null;
+                            client_id: string;
+                            /** @description Always "********". */
+                            client_secret: string;
+                            scope: string | null;
+                            token_url: string;
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                        } | null;
+                        /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                        client_certificate: {
+                            /**
+                             * Format: date-time
+                             * @description When the certificate expires.
+                             */
+                            not_after: string | null;
+                            /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                            subject: string;
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        description: string | null;
+                        disabled_reason: string | null;
+                        /** @description Empty: every event. */
+                        events: string[];
+                        /** @description Matched against each event's data before a delivery is made; null: every event. */
+                        filter: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        id: number;
+                        /**
+                         * @description `fifo`: one delivery at a time, in the order the events were made.
+                         * @enum {string}
+                         */
+                        ordering: "unordered" | "fifo";
+                        /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                        public_key: string | null;
+                        /** @description Attempts started per second at most, across all workers; null: no limit. */
+                        rate_limit_per_s: number | null;
+                        /** @description Shown only here and on rotation; for ed25519 the `whpk_` public key (the private key is never shown). */
+                        secret: string;
+                        /**
+                         * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                         * @enum {string}
+                         */
+                        signature_scheme: "hmac-sha256" | "ed25519";
+                        /** Format: date-time */
+                        updated_at: string;
+                        url: string;
+                        /** @description The owning user; null for an operator endpoint. */
+                        user_id: number | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        active: boolean;
+                        /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                        auth: {
+                            audience: string | null;
+                            client_id: string;
+                            /** @description Always "********". */
+                            client_secret: string;
+                            scope: string | null;
+                            token_url: string;
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                        } | null;
+                        /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                        client_certificate: {
+                            /**
+                             * Format: date-time
+                             * @description When the certificate expires.
+                             */
+                            not_after: string | null;
+                            /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                            subject: string;
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        description: string | null;
+                        disabled_reason: string | null;
+                        /** @description Empty: every event. */
+                        events: string[];
+                        /** @description Matched against each event's data before a delivery is made; null: every event. */
+                        filter: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        id: number;
+                        /**
+                         * @description `fifo`: one delivery at a time, in the order the events were made.
+                         * @enum {string}
+                         */
+                        ordering: "unordered" | "fifo";
+                        /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                        public_key: string | null;
+                        /** @description Attempts started per second at most, across all workers; null: no limit. */
+                        rate_limit_per_s: number | null;
+                        /**
+                         * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                         * @enum {string}
+                         */
+                        signature_scheme: "hmac-sha256" | "ed25519";
+                        /** Format: date-time */
+                        updated_at: string;
+                        url: string;
+                        /** @description The owning user; null for an operator endpoint. */
+                        user_id: number | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    deleteEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    updateEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description `true` re-enables the endpoint and clears `disabled_reason`. */
+                    active?: boolean;
+                    /** @description OAuth2 client credentials (RFC 6749 §4.4, client authentication by HTTP Basic): the worker gets an access token from `token_url`, caches it until shortly before it expires, and sends `Authorization: Bearer <token>` with each delivery; a 401 from the endpoint gets one fresh token and one more try in the same attempt. Not together with an `authorization` header. A PATCH replaces it whole; null removes it. */
+                    auth?: {
+                        /** @description Sent as `audience` in the token request, for servers that want it. */
+                        audience?: string | null;
+                        client_id: string;
+                        /** @description Reads as "********"; sent back so in a PATCH, it keeps the stored secret, unless `token_url` or `url` moves to another origin. */
+                        client_secret: string;
+                        /** @description Space-separated scopes (RFC 6749 §3.3). */
+                        scope?: string | null;
+                        /**
+                         * Format: uri
+                         * @description The token endpoint (http or https; https in production unless allowlisted).
+                         */
+                        token_url: string;
+                        /** @enum {string} */
+                        type: "oauth2_client_credentials";
+                    } | null;
+                    /** @description A client certificate the worker presents for mutual TLS to the endpoint's own origin (https `url` only; never to `token_url` or the egress proxy). Reads show `{subject, not_after}`. null removes it. */
+                    client_certificate?: {
+                        /** @description PEM certificate (-----BEGIN CERTIFICATE-----), optionally followed by its chain. */
+                        cert: string;
+                        /** @description Its unencrypted PEM private key; never shown. "********" in a PATCH keeps the stored key (for a renewed certificate of the same key). */
+                        key: string;
+                    } | null;
+                    description?: string | null;
+                    /** @description Event type names from GET /api/v1/event-types; empty or absent: every event. */
+                    events?: string[];
+                    /** @description Matched against each event's data before a delivery is made: every key must match (a missing key never does); a scalar equals, type-strict; an array is any-of; an object matches recursively; a data array matches when one of its elements does. At most 4 KB and 5 levels of objects and arrays; null: every event. */
+                    filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description Static headers sent with every delivery, e.g. `{"authorization": "Basic ..."}`: HTTP token names (stored lowercase), printable values, 4 KB in all; the signature headers and the names HTTP owns (content-type, content-length, content-encoding, transfer-encoding, host, connection, keep-alive, proxy-connection, proxy-authorization, upgrade, te, trailer, expect) are refused. A PATCH replaces the whole map; "********" keeps a stored masked value, except in a PATCH that moves `url` to another origin, which must give the masked values again (400 naming them otherwise). */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * @description `fifo`: one delivery at a time, in the order the events were made (default `unordered`).
+                     * @enum {string}
+                     */
+                    ordering?: "unordered" | "fifo";
+                    /** @description Attempts started per second at most, across all workers (burst: a tenth of it); a delivery over it waits without using an attempt. null: no limit. */
+                    rate_limit_per_s?: number | null;
+                    /**
+                     * Format: uri
+                     * @description http:// or https://
+                     */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        active: boolean;
+                        /** @description OAuth2 client credentials the worker gets a bearer token with for each delivery; null: none. */
+                        auth: {
+                            audience: string | null;
+                            client_id: string;
+                            /** @description Always "********". */
+                            client_secret: string;
+                            scope: string | null;
+                            token_url: string;
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                        } | null;
+                        /** @description The certificate presented for mutual TLS (never its key); null: none. */
+                        client_certificate: {
+                            /**
+                             * Format: date-time
+                             * @description When the certificate expires.
+                             */
+                            not_after: string | null;
+                            /** @description The certificate's subject, e.g. `CN=sender.example`. */
+                            subject: string;
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        description: string | null;
+                        disabled_reason: string | null;
+                        /** @description Empty: every event. */
+                        events: string[];
+                        /** @description Matched against each event's data before a delivery is made; null: every event. */
+                        filter: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description Sent with every delivery; names lowercase. Values of authorization, cookie and names containing key, token, secret or auth read as "********". */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        id: number;
+                        /**
+                         * @description `fifo`: one delivery at a time, in the order the events were made.
+                         * @enum {string}
+                         */
+                        ordering: "unordered" | "fifo";
+                        /** @description An ed25519 endpoint's `whpk_` public key; null for HMAC. */
+                        public_key: string | null;
+                        /** @description Attempts started per second at most, across all workers; null: no limit. */
+                        rate_limit_per_s: number | null;
+                        /**
+                         * @description `hmac-sha256`: X-Signature and `v1`; `ed25519`: Standard Webhooks `v1a`, verified with `public_key`.
+                         * @enum {string}
+                         */
+                        signature_scheme: "hmac-sha256" | "ed25519";
+                        /** Format: date-time */
+                        updated_at: string;
+                        url: string;
+                        /** @description The owning user; null for an operator endpoint. */
+                        user_id: number | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    recoverEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601: failed deliveries whose last attempt is at or after this are attempted again.
+                     */
+                    since: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        count: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The queue or database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    replayEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601: post changes and fan-out events made at or after this that the endpoint would receive now and never got are delivered, oldest first. At most WEBHOOK_RETENTION_DAYS minus one day ago.
+                     */
+                    since: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Deliveries made. */
+                        count: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The queue or database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    rotateEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How long the old secret also signs deliveries, hours.
+                     * @default 24
+                     */
+                    overlap_hours?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The new secret; for ed25519 the new `whpk_` public key. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getEndpointStats: {
+        parameters: {
+            query?: {
+                /** @description Adds `series`: `1h` the last hour by minute (60 intervals), `24h` the last 24 hours by hour (24 intervals). */
+                series?: "1h" | "24h";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Attempts of the last 24 h. */
+                        attempts_24h: number;
+                        /** @enum {string} */
+                        circuit: "closed" | "open" | "half_open";
+                        /** @description Failed attempts in the open episode, without a success between; null when none is open. */
+                        consecutive_failures: number | null;
+                        disabled_reason: string | null;
+                        /**
+                         * Format: date-time
+                         * @description The first failed attempt of the endpoint's open failure episode (from a failure after a success until the next success or re-enable); null when none is open.
+                         */
+                        failing_since: string | null;
+                        /** Format: date-time */
+                        last_failure_at: string | null;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        /** @description Median, over the last 24 h, of the attempts' durations, ms; null without attempts. */
+                        p50_ms: number | null;
+                        /** @description 95th percentile, over the last 24 h, of the attempts' durations, ms; null without attempts. */
+                        p95_ms: number | null;
+                        /** @description With `?series=`: attempts per interval by outcome and their latencies, oldest first, empty intervals included. */
+                        series?: {
+                            /** @description Attempts answered otherwise (or with no answer) that were their delivery's last: the delivery was given up. */
+                            failed: number;
+                            /** @description Median of the attempts' durations, ms; null without attempts. */
+                            p50_ms: number | null;
+                            /** @description 95th percentile of the attempts' durations, ms; null without attempts. */
+                            p95_ms: number | null;
+                            /** @description Attempts answered otherwise (or with no answer) after which their delivery was attempted again or has an attempt to come. */
+                            retried: number;
+                            /**
+                             * Format: date-time
+                             * @description Start of the interval (UTC, a whole minute or hour); the last interval is the current one.
+                             */
+                            start: string;
+                            /** @description Attempts answered 2xx. */
+                            succeeded: number;
+                        }[];
+                        /** @description 2xx attempts over all attempts of the last 24 h, 0 to 1; null without attempts. */
+                        success_rate_24h: number | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    testEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The delivery id (webhook-id). */
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            description: string | null;
+                            name: string;
+                            /** @description A JSON Schema of the event's data. */
+                            schema: {
+                                [key: string]: unknown;
+                            } | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createEventType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string | null;
+                    /** @description Lowercase and dotted, e.g. `invoice.paid`; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
+                    name: string;
+                    /** @description A JSON Schema of the event's data. */
+                    schema?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        description: string | null;
+                        name: string;
+                        /** @description A JSON Schema of the event's data. */
+                        schema: {
+                            [key: string]: unknown;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    publishEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A name from GET /api/v1/event-types; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
+                    event: string;
+                    /** @description A non-empty object, array, or raw JSON string; sent as `_data` of the envelope. */
+                    payload: unknown;
+                    /** @description Also fan out to this user's own endpoints. */
+                    user_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One delivery id per delivery made. */
+                        ids: string[];
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listPortalLinks: {
+        parameters: {
+            query: {
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+                limit?: number;
+                user_id: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            id: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was deleted, ending its session; null otherwise.
+                             */
+                            revoked_at: string | null;
+                            /**
+                             * @description `manage`: the GET routes and the changes (create, change, delete, test, rotate, recover, replay, redeliver); `read`: the GET routes only.
+                             * @enum {string}
+                             */
+                            scope: "manage" | "read";
+                            session_ttl_s: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was opened; null while unused.
+                             */
+                            used_at: string | null;
+                            user_id: number;
+                        }[];
+                        /** @description Pass as `cursor` for the next page; null on the last. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createPortalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `manage`: the GET routes and the changes (create, change, delete, test, rotate, recover, replay, redeliver); `read`: the GET routes only.
+                     * @default manage
+                     * @enum {string}
+                     */
+                    scope?: "manage" | "read";
+                    /**
+                     * @description Seconds the session it opens lasts, from the opening.
+                     * @default 3600
+                     */
+                    session_ttl_s?: number;
+                    /**
+                     * @description Seconds the link can be opened in.
+                     * @default 3600
+                     */
+                    ttl_s?: number;
+                    /** @description The user whose endpoints and deliveries the link opens. */
+                    user_id: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description The link cannot be opened after this.
+                         */
+                        expires_at: string;
+                        id: number;
+                        /** @description `<APP_URL>/portal#token=<token>`: hand it to the user; it opens once. The token is shown only here. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    revokePortalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked (also when it already was) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    openPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The token from the fragment of a portal link (`#token=...`). */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description The session ends then, or earlier when its link is deleted.
+                         */
+                        expires_at: string;
+                        /**
+                         * @description `manage`: the GET routes and the changes (create, change, delete, test, rotate, recover, replay, redeliver); `read`: the GET routes only.
+                         * @enum {string}
+                         */
+                        scope: "manage" | "read";
+                        /** @description `ps_...`: send as `Authorization: Bearer ps_...` with no user id header. Shown only here. */
+                        token: string;
+                        user_id: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listPosts: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            body: string;
+                            id: number;
+                            /** @description APP_URL/cdn/<file> or null */
+                            image: string | null;
+                            /** @description APP_URL/api/v1/posts/<id> */
+                            link: string;
+                            title: string;
+                            userId: number;
+                            /** Format: uuid */
+                            uuid: string;
+                        }[];
+                        status: number;
+                    };
+                };
+            };
+            /** @description No posts */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad limit or offset */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Bad credentials, quota exceeded, or unknown endpoint */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    getPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Post id (pid) */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        item: {
+                            body: string;
+                            /** Format: date-time */
+                            created_date: string;
+                            image: string | null;
+                            postId: number;
+                            title: string;
+                            /** Format: date-time */
+                            updated_date: string;
+                            userId: number;
+                            /** Format: uuid */
+                            uuid: string;
+                        };
+                        status: number;
+                    };
+                };
+            };
+            /** @description No such post */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad credentials, quota exceeded, or unknown endpoint */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    createPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body: string;
+                    /**
+                     * Format: binary
+                     * @description multipart only
+                     */
+                    image?: string;
+                    title: string;
+                    /** @description Must equal the authenticated user id */
+                    userId: number;
+                };
+                "multipart/form-data": {
+                    body: string;
+                    /**
+                     * Format: binary
+                     * @description multipart only
+                     */
+                    image?: string;
+                    title: string;
+                    /** @description Must equal the authenticated user id */
+                    userId: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        item: {
+                            body: string;
+                            /** Format: date-time */
+                            created_date: string;
+                            image: string | null;
+                            postId: number;
+                            title: string;
+                            /** Format: date-time */
+                            updated_date: string;
+                            userId: number;
+                            /** Format: uuid */
+                            uuid: string;
+                        };
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Bad credentials, quota exceeded, or unknown endpoint */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description userId is not the authenticated user */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Image or body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Image is not png, jpeg, gif or webp, or unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    deletePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Post id (pid) */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad credentials, quota exceeded, or unknown endpoint */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description No such post, or not yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    updatePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Post id (pid) */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Same as content (the name create uses); if both are given they must be equal */
+                    body?: string;
+                    content?: string;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Validation failed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description Bad credentials, quota exceeded, or unknown endpoint */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+            /** @description No such post, or not yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        status: number;
+                    };
+                };
+            };
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                /** @description Adds `series`: `1h` the last hour by minute (60 intervals), `24h` the last 24 hours by hour (24 intervals). */
+                series?: "1h" | "24h";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Attempts to them in the last 24 h. */
+                        attempts_24h: number;
+                        /** @description Endpoints the caller may see (an operator: all; a user: their own). */
+                        endpoints: number;
+                        /** @description Of those, how many are disabled. */
+                        endpoints_disabled: number;
+                        /** @description Median, over the last 24 h, of the attempts' durations, ms; null without attempts. */
+                        p50_ms: number | null;
+                        /** @description 95th percentile, over the last 24 h, of the attempts' durations, ms; null without attempts. */
+                        p95_ms: number | null;
+                        /** @description With `?series=`: attempts per interval by outcome and their latencies, oldest first, empty intervals included. */
+                        series?: {
+                            /** @description Attempts answered otherwise (or with no answer) that were their delivery's last: the delivery was given up. */
+                            failed: number;
+                            /** @description Median of the attempts' durations, ms; null without attempts. */
+                            p50_ms: number | null;
+                            /** @description 95th percentile of the attempts' durations, ms; null without attempts. */
+                            p95_ms: number | null;
+                            /** @description Attempts answered otherwise (or with no answer) after which their delivery was attempted again or has an attempt to come. */
+                            retried: number;
+                            /**
+                             * Format: date-time
+                             * @description Start of the interval (UTC, a whole minute or hour); the last interval is the current one.
+                             */
+                            start: string;
+                            /** @description Attempts answered 2xx. */
+                            succeeded: number;
+                        }[];
+                        /** @description 2xx attempts over all attempts of the last 24 h, 0 to 1; null without attempts. */
+                        success_rate_24h: number | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+                endpoint_id?: number;
+                event?: string;
+                limit?: number;
+                /** @description ISO 8601; `created_at` at or after it. */
+                since?: string;
+                status?: "pending" | "delivering" | "succeeded" | "failed";
+                /** @description ISO 8601; `created_at` at or before it. */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            attempt_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            delivered_at: string | null;
+                            /** @description Null for an ad-hoc send. */
+                            endpoint_id: number | null;
+                            event: string | null;
+                            /** @description The event delivered (evt_...), its body stored once; null for a delivery made before events were stored. */
+                            event_id: string | null;
+                            /** @description The webhook-id, stable across attempts. */
+                            id: string;
+                            last_error: string | null;
+                            last_status_code: number | null;
+                            /** Format: date-time */
+                            next_attempt_at: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "delivering" | "succeeded" | "failed";
+                            url: string;
+                        }[];
+                        /** @description Pass as `cursor` for the next page; null on the last. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    sendWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Your choice; the operational events' names (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) are reserved for the system: 400. */
+                    event: string;
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @enum {string} */
+                    method?: "POST" | "PUT" | "PATCH" | "DELETE";
+                    /** @description A non-empty object, array, or raw JSON string; sent as `_data` of the envelope. */
+                    payload: unknown;
+                    /** @description `whsec_` + base64 (Standard Webhooks), or any other string. */
+                    secret: string;
+                    /** Format: uri */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The delivery id (webhook-id). */
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attempt_count: number;
+                        attempts: {
+                            /** Format: date-time */
+                            created_at: string;
+                            duration_ms: number;
+                            error: string | null;
+                            number: number;
+                            /** @description The first 2 KB of the answer. */
+                            response_excerpt: string | null;
+                            status_code: number | null;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        delivered_at: string | null;
+                        /** @description Null for an ad-hoc send. */
+                        endpoint_id: number | null;
+                        event: string | null;
+                        /** @description The event delivered (evt_...), its body stored once; null for a delivery made before events were stored. */
+                        event_id: string | null;
+                        /** @description The webhook-id, stable across attempts. */
+                        id: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "delivering" | "succeeded" | "failed";
+                        url: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    redeliverDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The delivery id (webhook-id). */
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The service key lacks the scope, or a user token on a service-key route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not found, or another principal's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The queue or database is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message?: string;
+                        status?: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getReady: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+}

@@ -134,7 +134,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   if (config.adminUser && config.adminPassword) {
     app.register(adminQueuesPlugin, { queue, user: config.adminUser, password: config.adminPassword });
   }
-  app.register(swaggerPlugin, { layout: config.apiLayout });
+  app.register(swaggerPlugin, { layout: config.apiLayout, appUrl: config.appUrl });
   app.register(healthRoutes, { checks: { database: () => database.ping(), redis: () => pingRedis(redis) }, facts: () => ({ redis_primary: redisPrimaryOf(redis) }) });
   app.register(dashboardPlugin);
   app.register(portalPagePlugin, { frameAncestors: config.portalFrameAncestors });

@@ -6,8 +6,8 @@ import fp from 'fastify-plugin';
  * OpenAPI 3 document at /docs/json and Swagger UI at /docs, built from the route schemas.
  * Register before any route so every route is collected.
  */
-export const swaggerPlugin = fp<{ layout: 'a' | 'b' }>(
-  async (app, { layout }) => {
+export const swaggerPlugin = fp<{ layout: 'a' | 'b'; appUrl: string }>(
+  async (app, { layout, appUrl }) => {
     await app.register(swagger, {
       openapi: {
         openapi: '3.0.3',
@@ -19,8 +19,12 @@ export const swaggerPlugin = fp<{ layout: 'a' | 'b' }>(
             'user_id (or X-Api-Client-Id) header; other services and operators with a service key (`sk_...`) as the bearer ' +
             'token and no user id. Each operations route names the scope a key needs; users see only their own endpoints ' +
             'and the deliveries to them.',
+          contact: { name: 'The operators of this api' },
         },
+        servers: [{ url: appUrl, description: 'This api (APP_URL)' }],
         tags: [
+          { name: 'health', description: 'Liveness and readiness for load balancers and orchestrators' },
+          { name: `posts (layout ${layout})`, description: `The posts REST API in Layout ${layout.toUpperCase()}'s routes and shapes` },
           { name: 'endpoints', description: 'Webhook endpoints: create, change, rotate, test, recover, health' },
           { name: 'webhooks', description: 'Deliveries: send, fan out events, list, inspect, redeliver' },
           { name: 'event types', description: 'The catalog of events endpoints subscribe to' },

@@ -74,6 +74,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Add an endpoint (operator endpoint with a service key, your own with a user token)',
+        operationId: 'createEndpoint',
+        description:
+          'Adds an endpoint: its URL, the events it subscribes to and its controls (headers, ordering, rate limit, filter, signature scheme, auth). The answer carries the signing secret, shown only here and on rotation. Service keys with `endpoints:write` make operator endpoints; users make their own.',
         security: SECURITY,
         body: createEndpointBody,
         response: {
@@ -108,6 +111,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'List endpoints, newest first (users: their own)',
+        operationId: 'listEndpoints',
+        description:
+          'A page of endpoints, newest first. Service keys with `endpoints:read` see all; users see their own.',
         security: SECURITY,
         querystring: pageQuery,
         response: { 200: pageOf(endpointObject), ...errorResponses(403) },
@@ -126,6 +132,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Read an endpoint',
+        operationId: 'getEndpoint',
+        description:
+          "One endpoint with its state (`active`, `disabled_reason`). Users read only their own (another's is 404).",
         security: SECURITY,
         params: endpointParams,
         response: { 200: endpointObject, ...errorResponses(403, 404) },
@@ -146,6 +155,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Change an endpoint; `active: true` re-enables it',
+        operationId: 'updateEndpoint',
+        description:
+          'Changes the fields sent and keeps the others; `active: true` re-enables a disabled endpoint and clears `disabled_reason`. Service keys with `endpoints:write`; users their own.',
         security: SECURITY,
         params: endpointParams,
         body: updateEndpointBody,
@@ -170,6 +182,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Delete an endpoint; its pending deliveries end failed',
+        operationId: 'deleteEndpoint',
+        description:
+          'Deletes an endpoint; its pending deliveries end `failed`. Service keys with `endpoints:write`; users their own.',
         security: SECURITY,
         params: endpointParams,
         response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(403, 404) },
@@ -188,6 +203,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Rotate the signing secret; the old one also signs during the overlap',
+        operationId: 'rotateEndpointSecret',
+        description:
+          'Makes a new signing secret and answers with it; the old one signs beside it until the overlap ends, so receivers can switch without losing a webhook.',
         security: SECURITY,
         params: endpointParams,
         body: rotateSecretBody,
@@ -216,6 +234,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Send a signed webhook.test delivery',
+        operationId: 'testEndpoint',
+        description:
+          'Queues a signed `webhook.test` delivery to the endpoint and answers with its id, to check a receiver end to end.',
         security: SECURITY,
         params: endpointParams,
         response: { 202: idResponse, ...errorResponses(403, 404, 409) },
@@ -234,6 +255,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Attempt again every failed delivery since a time (at most 10,000 per call)',
+        operationId: 'recoverEndpoint',
+        description:
+          'Queues another attempt of each failed delivery to this endpoint since a time, at most 10,000 per call; the answer says how many and whether more remain. Service keys with `webhooks:send`; users their own.',
         security: SECURITY,
         params: endpointParams,
         body: recoverBody,
@@ -256,6 +280,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: 'Deliver the past events this endpoint would receive now and never got (at most 10,000 per call)',
+        operationId: 'replayEndpoint',
+        description:
+          'Makes deliveries of the stored past events this endpoint subscribes to now and never received, at most 10,000 per call. Service keys with `webhooks:send`; users their own.',
         security: SECURITY,
         params: endpointParams,
         body: replayBody,
@@ -279,6 +306,9 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
       schema: {
         tags: TAGS,
         summary: "An endpoint's health over the last 24 hours; with `?series=1h|24h` its attempts per interval for charts",
+        operationId: 'getEndpointStats',
+        description:
+          'Success rate, attempt counts and latency percentiles of the endpoint over the last 24 hours, and with `series` its counts per interval for charts.',
         security: SECURITY,
         params: endpointParams,
         querystring: statsQuery,

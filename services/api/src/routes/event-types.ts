@@ -25,6 +25,9 @@ export const eventTypeRoutes: FastifyPluginAsync<{ db: Database; lists: ListRead
       schema: {
         tags: TAGS,
         summary: 'The event types endpoints may subscribe to and services may send',
+        operationId: 'listEventTypes',
+        description:
+          "The catalog: each event type's name, description and JSON Schema, built-in and added ones.",
         security: SECURITY,
         response: {
           200: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: eventTypeObject } } },
@@ -45,6 +48,9 @@ export const eventTypeRoutes: FastifyPluginAsync<{ db: Database; lists: ListRead
       schema: {
         tags: TAGS,
         summary: 'Add an event type to the catalog (service keys only)',
+        operationId: 'createEventType',
+        description:
+          'Adds an event type with its description and JSON Schema; endpoints may then subscribe to it and services send it. Service keys with `endpoints:write`.',
         security: SERVICE_KEY_SECURITY,
         body: createEventTypeBody,
         response: { 201: eventTypeObject, ...errorResponses(403, 409) },

@@ -52,6 +52,9 @@ export const portalRoutes: FastifyPluginAsync<PortalRoutesOptions> = async (app,
       schema: {
         tags: TAGS,
         summary: "Mint a one-time link into the dashboard for one user (that user's endpoints and deliveries only)",
+        operationId: 'createPortalLink',
+        description:
+          "Makes a one-time link that opens the dashboard as one user, seeing only that user's endpoints and deliveries. The link's token is in this answer only. Service keys with `portal:write`.",
         security: SERVICE_KEY_SECURITY,
         body: createPortalLinkBody,
         response: { 201: mintedPortalLink, ...errorResponses(403, 404) },
@@ -73,6 +76,9 @@ export const portalRoutes: FastifyPluginAsync<PortalRoutesOptions> = async (app,
       schema: {
         tags: TAGS,
         summary: "A user's portal links, newest first, with their state (never their tokens)",
+        operationId: 'listPortalLinks',
+        description:
+          "A user's portal links, newest first, with their state (unused, used, expired, revoked); never their tokens. Service keys with `portal:write`.",
         security: SERVICE_KEY_SECURITY,
         querystring: listPortalLinksQuery,
         response: { 200: pageOf(portalLinkObject), ...errorResponses(403) },
@@ -91,6 +97,9 @@ export const portalRoutes: FastifyPluginAsync<PortalRoutesOptions> = async (app,
       schema: {
         tags: TAGS,
         summary: 'Revoke a link: it no longer opens, and the session it opened ends in every api process within 1 s',
+        operationId: 'revokePortalLink',
+        description:
+          'Revokes a portal link: it no longer opens, and the session it opened ends in every api process within 1 s. Service keys with `portal:write`.',
         security: SERVICE_KEY_SECURITY,
         params: portalLinkParams,
         response: { 204: { type: 'null', description: 'Revoked (also when it already was)' }, ...errorResponses(403, 404) },
@@ -114,6 +123,9 @@ export const portalRoutes: FastifyPluginAsync<PortalRoutesOptions> = async (app,
       schema: {
         tags: TAGS,
         summary: "Open a portal link: exchange its token (once) for a session as its user; the portal page does this",
+        operationId: 'openPortalSession',
+        description:
+          "Exchanges a portal link's token, once, for a session token (`ps_...`) acting as the link's user within its scope; the portal page calls it.",
         security: [],
         body: openPortalSessionBody,
         response: { 201: openedPortalSession, ...errorResponses() },

@@ -23,6 +23,9 @@ export const statsRoutes: FastifyPluginAsync<{ lists: ListReader }> = async (app
       schema: {
         tags: ['endpoints'],
         summary: 'The health of all your endpoints over the last 24 hours; with `?series=1h|24h` their attempts per interval for charts',
+        operationId: 'getStats',
+        description:
+          'Success rate, attempt counts and latency percentiles over all visible endpoints in the last 24 hours, and with `series` their counts per interval for charts.',
         security: SECURITY,
         querystring: statsQuery,
         response: { 200: overviewStatsObject, ...errorResponses(403) },

@@ -51,6 +51,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       schema: {
         tags: TAGS,
         summary: 'Send one signed webhook to a URL (service keys only)',
+        operationId: 'sendWebhook',
+        description:
+          'Queues one signed webhook to a URL (or to an endpoint) and answers with its delivery id at once; the worker sends it with retries. Service keys with `webhooks:send`; an `Idempotency-Key` header makes a retry answer as the first call did.',
         security: SERVICE_KEY_SECURITY,
         body: enqueueBody,
         response: { 202: idResponse, ...errorResponses(403, 409) },
@@ -71,6 +74,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       schema: {
         tags: TAGS,
         summary: "Fan an event out to the subscribed operator endpoints and, with user_id, that user's (service keys only)",
+        operationId: 'publishEvent',
+        description:
+          "Makes one delivery for every endpoint subscribed to the event (the operator's and, with `user_id`, that user's) in one commit, and answers with their ids. Service keys with `webhooks:send`; honours `Idempotency-Key`.",
         security: SERVICE_KEY_SECURITY,
         body: publishEventBody,
         response: {
@@ -97,6 +103,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       schema: {
         tags: TAGS,
         summary: 'List deliveries, newest first (users: deliveries to their endpoints)',
+        operationId: 'listDeliveries',
+        description:
+          'A page of deliveries, newest first, filtered by status, event, endpoint and time; `next_cursor` continues it. Service keys with `webhooks:read` see all; users see the deliveries to their own endpoints.',
         security: SECURITY,
         querystring: listDeliveriesQuery,
         response: { 200: pageOf(deliveryObject), ...errorResponses(403) },
@@ -116,6 +125,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       schema: {
         tags: TAGS,
         summary: 'Read a delivery with its attempts',
+        operationId: 'getDelivery',
+        description:
+          "One delivery with every attempt: status code, duration and the start of the answer. Service keys with `webhooks:read`; users only deliveries to their own endpoints (another's is 404).",
         security: SECURITY,
         params: deliveryParams,
         response: {
@@ -142,6 +154,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       schema: {
         tags: TAGS,
         summary: 'Attempt a finished delivery once more, with the same webhook-id',
+        operationId: 'redeliverDelivery',
+        description:
+          'Queues one more attempt of a finished delivery under the same webhook-id, so a receiver that dedupes by it processes it once. Service keys with `webhooks:send`; users for their own endpoints.',
         security: SECURITY,
         params: deliveryParams,
         response: { 202: idResponse, ...errorResponses(403, 404, 409, 503) },

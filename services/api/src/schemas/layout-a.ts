@@ -42,6 +42,9 @@ export function listPostsA() {
   return {
     tags,
     summary: 'List posts, newest first',
+    operationId: 'listPosts',
+    description:
+      "A page of posts, newest first, with `limit` and `offset`; 204 when the page is empty. Needs the user's bearer token and user id; counts against the user's daily quota.",
     security: AUTHENTICATED,
     querystring: validatedBy(
       {
@@ -67,6 +70,9 @@ export function getPostA() {
   return {
     tags,
     summary: 'Read one post',
+    operationId: 'getPost',
+    description:
+      "One post by its id; 204 when there is none. Needs the user's bearer token and user id.",
     security: AUTHENTICATED,
     params: postIdParamsSchema(),
     response: {
@@ -81,7 +87,9 @@ export function createPostSchemaA() {
   return {
     tags,
     summary: 'Create a post (JSON, or multipart with an optional image)',
+    operationId: 'createPost',
     description:
+      'Creates a post owned by the caller, from JSON or from multipart/form-data with an optional image; an `Idempotency-Key` header makes a retry answer as the first call did. Emits `post.created`. ' +
       'multipart/form-data takes the fields title, body and userId, or one field `body` holding that JSON; ' +
       'the optional file `image` is a PNG, JPEG, GIF or WebP of at most 2 MB.',
     security: AUTHENTICATED,
@@ -120,6 +128,9 @@ export function updatePostSchemaA() {
   return {
     tags,
     summary: 'Update your post',
+    operationId: 'updatePost',
+    description:
+      "Changes the title and body of one of the caller's own posts. Emits `post.updated`.",
     security: AUTHENTICATED,
     params: postIdParamsSchema(),
     body: validatedBy(
@@ -147,6 +158,9 @@ export function deletePostSchemaA() {
   return {
     tags,
     summary: 'Delete your post',
+    operationId: 'deletePost',
+    description:
+      "Deletes one of the caller's own posts; 204 on success. Emits `post.deleted`.",
     security: AUTHENTICATED,
     params: postIdParamsSchema(),
     response: { 204: { ...EMPTY, description: 'Deleted' }, 404: error('No such post, or not yours'), ...COMMON_ERRORS },

@@ -38,6 +38,9 @@ export function listPostsB() {
   return {
     tags,
     summary: 'List posts, newest first (X-Total-Count: all posts)',
+    operationId: 'listPosts',
+    description:
+      "A page of posts, newest first, with `X-Total-Count` giving all posts; 404 when there is none. Needs the user's bearer token and user id.",
     security: AUTHENTICATED,
     querystring: validatedBy(
       {
@@ -55,6 +58,9 @@ export function getPostB() {
   return {
     tags,
     summary: 'Read one post',
+    operationId: 'getPost',
+    description:
+      "One post by its id; 404 when there is none. Needs the user's bearer token and user id.",
     security: AUTHENTICATED,
     params: postIdParamsSchema(),
     response: { 200: post, 404: messageSchema('No post found'), ...COMMON_ERRORS },
@@ -65,6 +71,9 @@ export function createPostSchemaB() {
   return {
     tags,
     summary: 'Create a post (JSON or urlencoded form); always HTTP 200',
+    operationId: 'createPost',
+    description:
+      "Creates a post owned by the caller from JSON or an urlencoded form; the outcome is in the body's `status` (2001 created, 2011 invalid), the HTTP status is always 200. Emits `post.created`.",
     security: AUTHENTICATED,
     consumes: ['application/json', 'application/x-www-form-urlencoded'],
     body: writeBody(),
@@ -76,6 +85,9 @@ export function updatePostSchemaB() {
   return {
     tags,
     summary: 'Replace title and content of your post; always HTTP 200',
+    operationId: 'updatePost',
+    description:
+      "Replaces the title and content of one of the caller's own posts; the outcome is in the body's `status` (2001 updated, 4011 invalid). Emits `post.updated`.",
     security: AUTHENTICATED,
     consumes: ['application/json', 'application/x-www-form-urlencoded'],
     params: postIdParamsSchema(),
@@ -88,6 +100,9 @@ export function deletePostSchemaB() {
   return {
     tags,
     summary: 'Delete your post; always HTTP 200',
+    operationId: 'deletePost',
+    description:
+      "Deletes one of the caller's own posts; the outcome is in the body's `status`. Emits `post.deleted`.",
     security: AUTHENTICATED,
     params: postIdParamsSchema(),
     response: { 200: outcome('2001, deleted or not'), ...COMMON_ERRORS },
