@@ -444,7 +444,7 @@ export async function startLoadHarness(options: LoadHarnessOptions): Promise<Loa
   };
 }
 
-/** The table the README's Faults section quotes. */
+/** The table docs/faults.md quotes. */
 function printSummary(rows: SummaryRow[], totals: Record<string, unknown>): void {
   const header = '| fault | service away (s) | changes acknowledged | changes refused or unanswered | undelivered at the fault | recovered (s after back) | duplicate receipts |';
   const lines = [
