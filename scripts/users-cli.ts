@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { QueryTypes, UniqueConstraintError } from 'sequelize';
+import { endPortalSessions } from '../services/api/src/portal/portal-links';
 import { generateApiToken, hashApiToken } from '../services/api/src/users/api-token';
 import { Database } from '../shared/db';
 import { CliIo, CommandError, DatabaseCommand, defaultIo, runAsMain, runDatabaseCli, UsageError } from './cli-support';
@@ -83,12 +84,22 @@ function nonNegativeInteger(option: string, raw: string): number {
   return Number(raw);
 }
 
+/**
+ * Replaces (or with null removes) the user's token hash and, in the same transaction, ends
+ * their portal sessions (docs/design.md §11): a session must not outlive the token.
+ *
+ * @throws CommandError when there is no such user
+ */
 async function setTokenHash(db: Database, userId: number, hash: string | null): Promise<void> {
-  const rows = await db.sequelize.query('UPDATE users SET api_token_hash = $2, updated_at = now() WHERE user_id = $1 RETURNING user_id', {
-    bind: [userId, hash],
-    type: QueryTypes.SELECT,
+  await db.sequelize.transaction(async (transaction) => {
+    const rows = await db.sequelize.query('UPDATE users SET api_token_hash = $2, updated_at = now() WHERE user_id = $1 RETURNING user_id', {
+      bind: [userId, hash],
+      type: QueryTypes.SELECT,
+      transaction,
+    });
+    if (rows.length === 0) throw new CommandError(`no user with id ${userId}`);
+    await endPortalSessions(db.sequelize, userId, transaction);
   });
-  if (rows.length === 0) throw new CommandError(`no user with id ${userId}`);
 }
 
 if (require.main === module) runAsMain(runUsersCli);

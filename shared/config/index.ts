@@ -46,6 +46,11 @@ export interface Config {
   workerMetricsPort: number;
   /** How often the api's outbox relay looks for deliveries that missed the queue, milliseconds. */
   outboxRelayIntervalMs: number;
+  /**
+   * REQUEST_TIMEOUT_MS: the api and the receiver answer 408 to a request not received whole
+   * (headers and body) within this, milliseconds; headers alone get at most 10 s of it.
+   */
+  requestTimeoutMs: number;
   quotaPeriodS: number;
   uploadDir: string;
   /**
@@ -161,6 +166,7 @@ const schema = Joi.object({
   WORKER_LOCK_DURATION_MS: Joi.number().integer().min(500).default(30000),
   WORKER_METRICS_PORT: Joi.number().integer().min(0).max(65535).default(3003),
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(50).default(5000),
+  REQUEST_TIMEOUT_MS: Joi.number().integer().min(1000).max(3600000).default(30000),
   QUOTA_PERIOD_S: Joi.number().integer().min(1).default(86400),
   UPLOAD_DIR: Joi.string().default('./storage/uploads'),
   RECEIVER_SECRET: Joi.string().custom(parseSecretList),
@@ -277,6 +283,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     workerLockDurationMs: value.WORKER_LOCK_DURATION_MS,
     workerMetricsPort: value.WORKER_METRICS_PORT,
     outboxRelayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,
+    requestTimeoutMs: value.REQUEST_TIMEOUT_MS,
     quotaPeriodS: value.QUOTA_PERIOD_S,
     uploadDir: value.UPLOAD_DIR,
     receiverSecrets,

@@ -31,19 +31,37 @@ export interface ReadReplica {
 /** A measure of the replica's lag: seconds, or why there is none. */
 type Lag = { seconds: number } | { skip: 'unreachable' | 'error'; error: unknown };
 
-// 0 when everything received is replayed (an idle primary sends nothing new, whatever the age
-// of the last transaction); else, or before streaming starts (no received position), the age
-// of the last transaction replayed, and with none replayed since its start, unknown: too far
-// behind. Not in recovery (promoted, or a primary named by mistake): nothing to wait for.
+// Where the primary's WAL ends; a replica that replayed up to it misses nothing.
+const PRIMARY_POSITION_SQL = 'SELECT pg_current_wal_lsn()::text AS lsn';
+
+// On the replica, given the primary's position now ($1) and at the measure before ($2, read
+// $3 seconds ago): 0 when it replayed everything the primary had written (an idle primary
+// writes nothing new, whatever the age of the last transaction). Else two bounds, the smaller
+// wins: the previous position, when replayed, was current $3 s ago; and nothing committed
+// after the last transaction replayed reached the replica (with none replayed since its start,
+// unknown: too far behind). A receive position would not do: once replication breaks it stops
+// moving, replay reaches it, and the replica looks current for ever. Not in recovery (promoted,
+// or a primary named by mistake): nothing to wait for.
 const LAG_SQL = `SELECT CASE
-    WHEN NOT pg_is_in_recovery() OR pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn() THEN 0
-    ELSE coalesce(greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())), 'Infinity')
+    WHEN NOT pg_is_in_recovery() OR pg_last_wal_replay_lsn() >= $1::pg_lsn THEN 0
+    ELSE least(
+      CASE WHEN pg_last_wal_replay_lsn() >= $2::pg_lsn THEN $3::float8 END,
+      coalesce(greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp())), 'Infinity')
+    )
   END::float8 AS lag`;
+
+/** The primary's WAL position (`pg_lsn` text) and when it was asked, epoch ms. */
+interface PrimaryPosition {
+  lsn: string;
+  at: number;
+}
 
 /**
  * Creates the {@link ReadReplica} choice between `primary` and `replica`. The lag is measured
- * on the replica at most once per `lagCacheMs` (concurrent reads share one measure), so a
- * read costs no extra round trip most of the time. A replica last found unreachable or
+ * at most once per `lagCacheMs` (concurrent reads share one measure): the primary's WAL
+ * position, then how far the replica's replay is from it, so a read costs no extra round trip
+ * most of the time. A primary that does not answer leaves the replica's last replayed
+ * transaction as the only bound. A replica last found unreachable or
  * failing is measured again in the background: reads go to the primary meanwhile instead of
  * waiting for a connect that may time out.
  */
@@ -52,10 +70,25 @@ export function createReadReplica(primary: Database, replica: Database, options:
   let last: Lag | undefined;
   let measuredAt = 0;
   let pending: Promise<Lag> | undefined;
+  let previous: PrimaryPosition | undefined;
 
-  const measure = async (): Promise<Lag> => {
+  const primaryPosition = async (): Promise<PrimaryPosition | undefined> => {
+    const at = Date.now();
     try {
-      const row = await replica.sequelize.query<{ lag: number }>(LAG_SQL, { type: QueryTypes.SELECT, plain: true });
+      const row = await primary.sequelize.query<{ lsn: string }>(PRIMARY_POSITION_SQL, { type: QueryTypes.SELECT, plain: true });
+      return row ? { lsn: row.lsn, at } : undefined;
+    } catch {
+      // The read itself goes to the replica or fails on the primary as any read would.
+      return undefined;
+    }
+  };
+  const measure = async (): Promise<Lag> => {
+    const current = await primaryPosition();
+    const before = previous;
+    if (current) previous = current;
+    try {
+      const bind = [current?.lsn ?? null, before?.lsn ?? null, before ? (Date.now() - before.at) / 1000 : null];
+      const row = await replica.sequelize.query<{ lag: number }>(LAG_SQL, { bind, type: QueryTypes.SELECT, plain: true });
       return { seconds: Number(row?.lag) };
     } catch (error) {
       return { skip: skipReason(error), error };

@@ -2,13 +2,13 @@ import { announceCredentialChange } from '../../shared/auth/credential-changes';
 import { createDatabase, Database } from '../../shared/db';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
-import { freePort, ServiceProcess, startService } from '../support/processes';
+import { freePort, runScript, ServiceProcess, startService } from '../support/processes';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 /**
  * docs/design.md §11 (portal links) with §4 "Revocation": two api processes (as compose runs them,
- * from dist/) cache a portal session; deleting its link through one, or deleting its user,
- * stops it in both within 1 s.
+ * from dist/) cache a portal session; deleting its link through one, deleting its user, or
+ * replacing or revoking the user's token with the users CLI stops it in both within 1 s.
  */
 describe('portal session revocation across api processes', () => {
   let env: TestEnvironment;
@@ -89,4 +89,15 @@ describe('portal session revocation across api processes', () => {
     await announceCredentialChange(env.config, env.redisPrefix, { kind: 'user', userId: user.user.userId });
     expect(await msUntilRefusedEverywhere(headers, since)).toBeLessThan(1_000);
   });
+
+  for (const command of ['token', 'revoke']) {
+    it(`when the user's token is ${command === 'token' ? 'replaced' : 'revoked'} (\`users ${command}\`), then their session is refused by both within 1 s`, async () => {
+      const user = await createUser(db);
+      const { headers } = await openSession(user);
+      await warm(headers);
+      const cli = await runScript('dist/scripts/users-cli.js', [command, '--user-id', String(user.user.userId)], processEnv(env));
+      expect(cli).toMatchObject({ code: 0, stderr: '' });
+      expect(await msUntilRefusedEverywhere(headers, Date.now())).toBeLessThan(1_000);
+    });
+  }
 });

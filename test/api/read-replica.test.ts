@@ -45,6 +45,7 @@ afterAll(async () => {
 
 afterEach(async () => {
   await cluster.standby.start().catch(() => undefined);
+  await cluster.restoreReplication();
   await cluster.resumeReplay().catch(() => undefined);
   await cluster.caughtUp();
 });
@@ -119,6 +120,26 @@ describe('read replicas (docs/design.md §13)', () => {
     await afterWindows();
     const caughtUp = await skipped(strict);
     expect(await eventTypeNames(strict, reader)).toContain('invoice.lagging');
+    expect(await skipped(strict)).toEqual(caughtUp);
+  });
+
+  it('when the replica stopped receiving WAL, then it counts as lagging: lists read the primary and show what was just written, and `lagging` is counted', async () => {
+    await cluster.cutReplication();
+    const before = await skipped(strict);
+    // Everything it received is replayed: only the primary's position shows what it misses.
+    await addEventType(patient, 'invoice.unreceived');
+    await afterWindows();
+
+    expect(await eventTypeNames(strict, reader)).toContain('invoice.unreceived');
+    expect((await skipped(strict)).lagging).toBeGreaterThan(before.lagging ?? 0);
+    // The patient api reads the replica, which never received it.
+    expect(await eventTypeNames(patient, reader)).not.toContain('invoice.unreceived');
+
+    await cluster.restoreReplication();
+    await cluster.caughtUp();
+    await afterWindows();
+    const caughtUp = await skipped(strict);
+    expect(await eventTypeNames(strict, reader)).toContain('invoice.unreceived');
     expect(await skipped(strict)).toEqual(caughtUp);
   });
 

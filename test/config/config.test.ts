@@ -31,6 +31,7 @@ describe('configuration (docs/design.md §2)', () => {
       receiverToleranceS: 300,
       logLevel: 'info',
       webhookQueuePartitions: 1,
+      requestTimeoutMs: 30000,
     });
     expect(config.warnings).toEqual(['APP_KEY and RECEIVER_SECRET not set: using public development defaults. Never do this in production.']);
     expect(loadConfig({}, 'receiver').port).toBe(3002);
@@ -61,6 +62,8 @@ describe('configuration (docs/design.md §2)', () => {
     ['WEBHOOK_QUEUE_PARTITIONS', '0'],
     ['WEBHOOK_QUEUE_PARTITIONS', '65'],
     ['WEBHOOK_QUEUE_PARTITIONS', 'many'],
+    ['REQUEST_TIMEOUT_MS', '999'],
+    ['REQUEST_TIMEOUT_MS', 'soon'],
   ])('when %s is %j, then start-up fails with an error naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^Invalid environment variable ${name}:`));

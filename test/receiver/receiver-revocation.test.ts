@@ -7,13 +7,15 @@ import { WebhookRequest } from '../../shared/webhook';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
 import { freePort, ServiceProcess, startService } from '../support/processes';
+import { createServiceKey } from '../api/support/operations';
 
 const SECRET = 'whsec_cmVjZWl2ZXItcmV2b2NhdGlvbi10ZXN0LXNlY3JldA==';
 
 /**
  * docs/design.md §4 "Revocation" through the receiver: two api processes (from dist/) cache verified
  * users; a user.deleted or a token replaced by a user webhook stops the old token in both
- * within 1 s of the receiver's answer.
+ * within 1 s of the receiver's answer, and a replaced or removed token the user's portal
+ * sessions too (docs/design.md §11).
  */
 describe('receiver: user webhooks revoke credentials in every api process', () => {
   let env: TestEnvironment;
@@ -97,5 +99,47 @@ describe('receiver: user webhooks revoke credentials in every api process', () =
     const [{ api_token_hash: stored }] = (await db.sequelize.query('SELECT api_token_hash FROM users WHERE user_id = $1', { bind: [user.user.userId] }))[0] as { api_token_hash: string }[];
     expect(stored).toBe(hashApiToken(token));
     for (const { port } of apis) expect(await status(port, user, { ...user.headers, authorization: `Bearer ${token}` })).not.toBe(401);
+  });
+
+  /** A portal session of `user`, opened through the first api: its headers. */
+  async function openPortalSession(user: TestUser): Promise<Record<string, string>> {
+    const operator = await createServiceKey(db, ['portal:write']);
+    const post = async (path: string, headers: Record<string, string>, body: object) => {
+      const res = await fetch(`http://127.0.0.1:${apis[0].port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      expect(res.status).toBe(201);
+      return (await res.json()) as { url: string; token: string };
+    };
+    const link = await post('/api/v1/portal-links', operator.headers, { user_id: user.user.userId });
+    const session = await post('/api/v1/portal-sessions', {}, { token: new URL(link.url).hash.replace('#token=', '') });
+    return { authorization: `Bearer ${session.token}` };
+  }
+
+  const sessionStatus = async (port: number, headers: Record<string, string>) => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/endpoints`, { headers });
+    await res.arrayBuffer();
+    return res.status;
+  };
+
+  it.each([
+    ['replaces', 'a-token-replaced-by-a-user-webhook-0002'],
+    ['removes', null],
+  ])('when user.updated %s the token, then both api processes refuse the user’s portal session within 1 s', async (_what, token) => {
+    const user = await createUser(db);
+    const headers = await openPortalSession(user);
+    for (const { port } of apis) for (let i = 0; i < 3; i++) expect(await sessionStatus(port, headers)).toBe(200);
+
+    await sendUserEvent('user.updated', { user_id: user.user.userId, token });
+
+    const since = Date.now();
+    const times = await Promise.all(
+      apis.map(async ({ port }) => {
+        while (Date.now() - since < 5_000) {
+          if ((await sessionStatus(port, headers)) === 401) return Date.now() - since;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        return Infinity;
+      }),
+    );
+    expect(Math.max(...times)).toBeLessThan(1_000);
   });
 });

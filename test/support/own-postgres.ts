@@ -157,6 +157,14 @@ export interface PrimaryWithStandby {
   /** Pauses (`pg_wal_replay_pause()`) or resumes the standby's replay; WAL still streams in. */
   pauseReplay(): Promise<void>;
   resumeReplay(): Promise<void>;
+  /**
+   * Stops the standby receiving WAL (its `primary_conninfo` emptied and reloaded, so the WAL
+   * receiver ends), as when the network between them breaks: the standby stays up and
+   * readable, and replays everything it had received. Resolves once no WAL receiver runs.
+   */
+  cutReplication(): Promise<void>;
+  /** Undoes {@link cutReplication} (nothing when not cut); resolves once the standby streams again. */
+  restoreReplication(): Promise<void>;
   /** Stops both servers, deletes their folders and closes the address. */
   destroy(): Promise<void>;
 }
@@ -198,6 +206,14 @@ export async function startPrimaryWithStandby(options: { synchronous: boolean })
     throw error;
   }
   const proxy = address;
+  let cutConninfo: string | undefined;
+  const setConninfo = (conninfo: string) =>
+    withClient(standby.url(), async (client) => {
+      await client.query(`ALTER SYSTEM SET primary_conninfo = ${client.escapeLiteral(conninfo)}`);
+      await client.query('SELECT pg_reload_conf()');
+    });
+  const receiving = async () =>
+    (await withClient(standby.url(), (client) => client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_wal_receiver'))).rows[0].n > 0;
   return {
     primary,
     standby,
@@ -225,6 +241,19 @@ export async function startPrimaryWithStandby(options: { synchronous: boolean })
     },
     async resumeReplay() {
       await withClient(standby.url(), (client) => client.query('SELECT pg_wal_replay_resume()'));
+    },
+    async cutReplication() {
+      if (cutConninfo !== undefined) return;
+      const { rows } = await withClient(standby.url(), (client) => client.query<{ primary_conninfo: string }>('SHOW primary_conninfo'));
+      cutConninfo = rows[0].primary_conninfo;
+      await setConninfo('');
+      await until(async () => !(await receiving()), 'the standby’s WAL receiver ending');
+    },
+    async restoreReplication() {
+      if (cutConninfo === undefined) return;
+      await setConninfo(cutConninfo);
+      cutConninfo = undefined;
+      await until(receiving, 'the standby streaming again');
     },
     async destroy() {
       await proxy.close();

@@ -8,6 +8,7 @@ import { databasePlugin } from '../../../shared/http/database-plugin';
 import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
+import { serverTimeouts } from '../../../shared/http/server-timeouts';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { endpointRulesOf } from '../../../shared/operations/endpoints';
 import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
@@ -74,6 +75,8 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     genReqId: requestIdOf,
     bodyLimit: JSON_BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true },
+    // A slow client (a body trickled in, headers never finished) must not hold a connection for ever.
+    ...serverTimeouts(config.requestTimeoutMs),
   });
   const database = deps.database ?? createDatabase(config.databaseUrl);
   const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });

@@ -5,6 +5,7 @@ import { type Database, createDatabase } from '../../../shared/db';
 import { databasePlugin } from '../../../shared/http/database-plugin';
 import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
+import { serverTimeouts } from '../../../shared/http/server-timeouts';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
 import { insertDeliveries } from '../../../shared/deliveries/post-events';
 import { type RedisClient, createRedis, describeRedisTarget, logRedisOutages } from '../../../shared/redis';
@@ -39,7 +40,7 @@ const CACHE_TTL_SECONDS = 300;
 export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise<FastifyInstance> {
   // First: it may throw, and nothing is open yet.
   const images = createImageStore(config.uploadDir);
-  const app = Fastify({ logger: loggerOptions(config), bodyLimit: 1024 * 1024 });
+  const app = Fastify({ logger: loggerOptions(config), bodyLimit: 1024 * 1024, ...serverTimeouts(config.requestTimeoutMs) });
   const database = deps.database ?? createDatabase(config.databaseUrl);
   const redis = deps.redis ?? createRedis(config, 'client', { commandTimeout: 1_000 });
   logRedisOutages(redis, app.log, `Redis at ${describeRedisTarget(config)}`);

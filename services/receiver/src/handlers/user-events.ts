@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import Joi from 'joi';
 import type { Sequelize, Transaction } from 'sequelize';
+import { endPortalSessions } from '../../../api/src/portal/portal-links';
 import type { PostsRepository } from '../../../api/src/posts/posts-repository';
 import type { AfterCommit } from '../inbox';
 
@@ -87,8 +88,9 @@ export interface UserEventOutcome {
  *   repository, each recorded as a `post.deleted` event in the outbox (the api's relay queues
  *   it: the receiver has no queue); after the commit their cache entries and image files go.
  *   Deleting an unknown user is not an error.
- * After the commit of a deletion or of a given `token`, the api processes are told the
- * user's credentials changed (`credentialsChanged`).
+ * A given `token` (null included) also ends the user's portal sessions, in the same
+ * transaction. After the commit of a deletion or of a given `token`, the api processes are
+ * told the user's credentials changed (`credentialsChanged`).
  *
  * @returns `applied` (with the after-commit step), or `ignored` for any other `user.*` event
  * @throws UserEventError when `_data` has no valid user id or a field of the wrong type, or a
@@ -126,9 +128,12 @@ export async function applyUserEvent(
   };
   const afterCommit = replacements.tokenGiven ? () => reportCredentialChange(deps, input.user_id) : undefined;
   const [, updated] = await sequelize.query(UPDATE_SQL, { replacements, transaction });
-  if ((updated as { rowCount?: number }).rowCount === 1) return { result: 'applied', afterCommit };
-  if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
-  await sequelize.query(INSERT_SQL, { replacements: { ...replacements, name: input.name ?? input.email }, transaction });
+  if ((updated as { rowCount?: number }).rowCount !== 1) {
+    if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
+    await sequelize.query(INSERT_SQL, { replacements: { ...replacements, name: input.name ?? input.email }, transaction });
+  }
+  // A session must not outlive the token it came with (docs/design.md §11).
+  if (replacements.tokenGiven) await endPortalSessions(sequelize, input.user_id, transaction);
   return { result: 'applied', afterCommit };
 }
 
