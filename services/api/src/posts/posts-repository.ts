@@ -1,7 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
-import { PostIdsExhaustedError } from './errors';
+import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
 import { isOutcomeUnknown } from '../../../../shared/db';
@@ -9,7 +9,7 @@ import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/g
 import { rawQuery } from '../../../../shared/db/raw-query';
 import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../../../../shared/deliveries/envelope-pieces';
 import { FannedOutEvent, fanOutClauses, jobsOfEvent } from '../../../../shared/deliveries/fan-out';
-import { IdempotencyOwner, recordPostPidsSql } from '../plugins/idempotency-store';
+import { IdempotencyOwner, lockClaimsSql, recordedPostsSql, recordPostPidsSql } from '../plugins/idempotency-store';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -44,8 +44,11 @@ export interface LayoutBPage {
 export interface PostsRepository {
   /**
    * @param claim - the request's Idempotency-Key, whose row records the new pid in the same
-   *   commit (docs/design.md §15)
+   *   commit (docs/design.md §15). A key that records a post already (another holder made it,
+   *   the key having been taken over after a lease lapsed) gets no second post: the recorded
+   *   post is returned.
    * @throws PostIdsExhaustedError when no free random pid was found
+   * @throws RecordedPostGoneError when the key records a post that no longer exists
    */
   create(post: NewPost, pidSource: PidSource, claim?: IdempotencyOwner | null): Promise<PostRecord>;
   findById(pid: number): Promise<PostRecord | null>;
@@ -120,7 +123,9 @@ const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
  * inside a transaction, and a table filling up must not make most batches retry. The first
  * free one of independent uniform draws is a uniform draw among the free pids. Posts with no
  * free candidate, or whose pid another post of the batch or another writer took meanwhile
- * (ON CONFLICT), are left out and retried by the caller.
+ * (ON CONFLICT), are left out and retried by the caller A post whose Idempotency-Key records a
+ * post already, or whose key an earlier post of the batch holds, is left out too: the caller
+ * answers it with the recorded post.
  */
 function createStatement(random: boolean): string {
   const pid = random ? ', pid' : '';
@@ -138,6 +143,9 @@ function createStatement(random: boolean): string {
   return `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], ${claims})
         WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, claim_principal, claim_key, ord)
+    ), claims AS (
+      -- Before the insert: a key taken over after its lease lapsed, whose other holder recorded a post, gets none.
+      ${lockClaimsSql('input')}
     ), inserted AS (
       INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image${pid})
       SELECT * FROM (
@@ -148,6 +156,10 @@ function createStatement(random: boolean): string {
             : ''
         }
           FROM input
+         WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.ord = input.ord AND c.post_pid IS NOT NULL)
+           -- Two requests of one key in one batch: the first makes the post.
+           AND NOT EXISTS (SELECT 1 FROM input earlier
+                            WHERE earlier.claim_principal = input.claim_principal AND earlier.claim_key = input.claim_key AND earlier.ord < input.ord)
       ) chosen
       ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
       RETURNING ${POST_COLUMNS}
@@ -184,6 +196,9 @@ const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' OR
      SELECT p.pid::text AS pid, p.post_title AS title, p.post_body AS content,
             ${isoTextSql('p.created_at')} AS created_at, ${isoTextSql('p.updated_at')} AS updated_at
    ) b`;
+
+// The posts' Idempotency-Keys record, for creates the batch statement left out.
+const RECORDED_POSTS = { name: 'posts-recorded-by-keys', text: recordedPostsSql(POST_COLUMNS.split(', ').map((column) => `p.${column}`).join(', ')) };
 
 /** The SQL of a batch of creates ({@link createStatement}), for tests of its plan. */
 export const createPostsSql = (pidSource: PidSource): string => (pidSource === 'random' ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS).text;
@@ -249,10 +264,35 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         outcomes[position.get(row.post_uuid)!] = { ok: true, value: { record: toPostRecord(row), deliveryIds: jobs[n].map((job) => job.deliveryId) } };
       });
       events.queueCommitted(jobs.flat());
-      missing = missing.filter((index) => outcomes[index] === undefined);
+      missing = await answerRecorded(items, missing.filter((index) => outcomes[index] === undefined), outcomes);
     }
     for (const index of missing) outcomes[index] = { ok: false, error: new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS) };
     return outcomes;
+  }
+
+  /**
+   * Answers each create of `missing` whose Idempotency-Key records a post (another holder of
+   * the key made it) with that post, or a {@link RecordedPostGoneError}; after a commit, so it
+   * never throws: should the look-up fail, those creates fail with its error.
+   * @returns the creates still missing
+   */
+  async function answerRecorded(items: PendingCreate[], missing: number[], outcomes: Settled<CreatedPost>[]): Promise<number[]> {
+    const claimed = missing.filter((index) => items[index].claim !== null);
+    if (claimed.length === 0) return missing;
+    const keyOf = (claim: IdempotencyOwner) => JSON.stringify([claim.principal, claim.key]);
+    try {
+      const values = [claimed.map((index) => items[index].claim!.principal), claimed.map((index) => items[index].claim!.key)];
+      const recorded = await rawQuery<PostRow & { principal: string; key: string; post_pid: number }>(sequelize, { ...RECORDED_POSTS, values });
+      const byKey = new Map(recorded.map((row) => [keyOf({ principal: row.principal, key: row.key }), row]));
+      for (const index of claimed) {
+        const row = byKey.get(keyOf(items[index].claim!));
+        if (row === undefined) continue;
+        outcomes[index] = row.pid === null ? { ok: false, error: new RecordedPostGoneError(row.post_pid) } : { ok: true, value: { record: toPostRecord(row), deliveryIds: [] } };
+      }
+    } catch (error) {
+      for (const index of claimed) outcomes[index] = { ok: false, error };
+    }
+    return missing.filter((index) => outcomes[index] === undefined);
   }
 
   /**

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../../../../shared/db';
 import { RequestValidationError } from '../../errors';
 import { idempotencyClaimOf } from '../../plugins/idempotency';
+import { RecordedPostGoneError } from '../../posts/errors';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaB, deletePostSchemaB, getPostB, listPostsB, updatePostSchemaB } from '../../schemas/layout-b';
 import { ApiRoutes, currentUser } from '../api-routes';
@@ -49,6 +50,8 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
       const pid = claim?.committedPostPid ?? (await posts.create({ userId: currentUser(request).userId, ...request.body, image: null }, 'random', claim)).pid;
       return { status: 2001, message: 'Post added successfully.', pid: String(pid) };
     } catch (err) {
+      // Another holder of the key made the post, since deleted: its pid was the answer.
+      if (err instanceof RecordedPostGoneError) return { status: 2001, message: 'Post added successfully.', pid: String(err.pid) };
       // An outage is not a failed insert: the error handler answers 503 with Retry-After.
       if (isDatabaseUnavailable(err)) throw err;
       request.log.error({ err }, 'post insert failed');
