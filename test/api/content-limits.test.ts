@@ -113,38 +113,50 @@ describe('post content limit and byte-bounded caches', () => {
     expect(await storedLength(postB)).toBe(65_535);
   });
 
-  it('when a Layout A page is over 1 MiB, then it is answered whole and not cached in Redis, while a small page is', async () => {
-    // 20 posts of 65,535 characters: about 1.3 MB of JSON in one page.
-    for (let n = 0; n < 20; n++) {
-      const res = await a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: `big ${n}`, body: LONGEST, userId: alice.user.userId } });
+  describe('pages of big posts', () => {
+    beforeAll(async () => {
+      // 20 posts of 65,535 characters: about 1.3 MB of JSON in one page.
+      for (let n = 0; n < 20; n++) {
+        const res = await a.request({ method: 'POST', url: '/api/v1/posts/create', headers: alice.headers, payload: { title: `big ${n}`, body: LONGEST, userId: alice.user.userId } });
+        expect(res.statusCode).toBe(200);
+      }
+    });
+
+    it('when a Layout A page is over 1 MiB, then it is answered whole and not cached in Redis, while a small page is', async () => {
+      const lists = `${harness.env.redisPrefix}:posts:lists`;
+      const big = await a.request({ url: '/api/v1/posts?limit=20', headers: alice.headers });
+      expect(big.statusCode).toBe(200);
+      const items = big.json().items as { title: string; body: string }[];
+      expect(items.map((item) => item.title)).toEqual(Array.from({ length: 20 }, (_, n) => `big ${19 - n}`));
+      expect(items.every((item) => item.body === LONGEST)).toBe(true);
+      expect(await redis.hexists(lists, '20:0')).toBe(0);
+      // Asked again, it is read again and still correct.
+      expect((await a.request({ url: '/api/v1/posts?limit=20', headers: alice.headers })).body).toBe(big.body);
+
+      const small = await a.request({ url: '/api/v1/posts?limit=2', headers: alice.headers });
+      expect(small.json().items).toHaveLength(2);
+      expect(await redis.hexists(lists, '2:0')).toBe(1);
+    });
+
+    it('when a Layout B page holds more than 1 MiB of text, then it is answered whole, newest first, with its total', async () => {
+      const newest = (await b.request({ method: 'POST', url: '/api/v1/posts', headers: alice.headers, payload: { title: 'small', content: 'small' } })).json().pid;
+      const res = await b.request({ url: '/api/v1/posts?limit=1000', headers: alice.headers });
       expect(res.statusCode).toBe(200);
-    }
-    const lists = `${harness.env.redisPrefix}:posts:lists`;
-    const big = await a.request({ url: '/api/v1/posts?limit=20', headers: alice.headers });
-    expect(big.statusCode).toBe(200);
-    const items = big.json().items as { title: string; body: string }[];
-    expect(items.map((item) => item.title)).toEqual(Array.from({ length: 20 }, (_, n) => `big ${19 - n}`));
-    expect(items.every((item) => item.body === LONGEST)).toBe(true);
-    expect(await redis.hexists(lists, '20:0')).toBe(0);
-    // Asked again, it is read again and still correct.
-    expect((await a.request({ url: '/api/v1/posts?limit=20', headers: alice.headers })).body).toBe(big.body);
-
-    const small = await a.request({ url: '/api/v1/posts?limit=2', headers: alice.headers });
-    expect(small.json().items).toHaveLength(2);
-    expect(await redis.hexists(lists, '2:0')).toBe(1);
-  });
-
-  it('when a Layout B page holds more than 1 MiB of text, then it is answered whole, newest first, with its total', async () => {
-    const res = await b.request({ url: '/api/v1/posts?limit=1000', headers: alice.headers });
-    expect(res.statusCode).toBe(200);
-    const [[{ count }]] = (await harness.db.sequelize.query('SELECT count(*)::int AS count FROM posts')) as [{ count: number }[], unknown];
-    const [ordered] = (await harness.db.sequelize.query('SELECT pid::text AS pid, post_body FROM posts ORDER BY created_at DESC, pid DESC')) as [{ pid: string; post_body: string }[], unknown];
-    expect(res.headers['x-total-count']).toBe(String(count));
-    const page = res.json() as { pid: string; content: string }[];
-    expect(page.map((post) => post.pid)).toEqual(ordered.map((row) => row.pid));
-    expect(page.map((post) => post.content)).toEqual(ordered.map((row) => row.post_body));
-    // An offset into it: the same posts, from there on.
-    const tail = (await b.request({ url: '/api/v1/posts?limit=1000&offset=3', headers: alice.headers })).json() as { pid: string }[];
-    expect(tail.map((post) => post.pid)).toEqual(ordered.slice(3).map((row) => row.pid));
+      const [[{ count }]] = (await harness.db.sequelize.query('SELECT count(*)::int AS count FROM posts')) as [{ count: number }[], unknown];
+      const [ordered] = (await harness.db.sequelize.query('SELECT pid::text AS pid, post_body FROM posts ORDER BY created_at DESC, pid DESC')) as [{ pid: string; post_body: string }[], unknown];
+      expect(res.headers['x-total-count']).toBe(String(count));
+      // Not built whole: sent in chunks as they are read, with no length known up front.
+      expect(res.headers['content-length']).toBeUndefined();
+      const page = res.json() as { pid: string; content: string }[];
+      expect(page.map((post) => post.pid)).toEqual(ordered.map((row) => row.pid));
+      expect(page.map((post) => post.content)).toEqual(ordered.map((row) => row.post_body));
+      // An offset into it: the same posts, from there on.
+      const tail = (await b.request({ url: '/api/v1/posts?limit=1000&offset=3', headers: alice.headers })).json() as { pid: string }[];
+      expect(tail.map((post) => post.pid)).toEqual(ordered.slice(3).map((row) => row.pid));
+      // A page of little text is still built whole.
+      const small = await b.request({ url: '/api/v1/posts?limit=1', headers: alice.headers });
+      expect(small.headers['content-length']).toBe(String(Buffer.byteLength(small.body)));
+      expect((small.json() as { pid: string }[]).map((post) => post.pid)).toEqual([newest]);
+    });
   });
 });

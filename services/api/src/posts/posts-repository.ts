@@ -1,4 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
@@ -34,8 +35,13 @@ export interface PostPage {
 
 /** Layout B's list answer (docs/design.md §5) as PostgreSQL wrote it, with the number of posts, both of one snapshot. */
 export interface LayoutBPage {
-  /** The JSON array of the page's posts, `[{"pid","title","content","created_at","updated_at"}]`, pid a string, times as toISOString writes them. */
-  json: string;
+  /**
+   * The JSON array of the page's posts, `[{"pid","title","content","created_at","updated_at"}]`,
+   * pid a string, times as toISOString writes them. A page holding more than
+   * {@link LAYOUT_B_WHOLE_PAGE_BYTES} of text is a stream of that text instead, read in chunks
+   * of {@link LAYOUT_B_CHUNK_POSTS} posts as it is sent.
+   */
+  json: string | Readable;
   /** Every post in the table, not only this page's. */
   total: number;
 }
@@ -59,6 +65,10 @@ export interface PostsRepository {
    * statement: the count is the sum of `posts_count`'s shards, which the posts' own writes
    * keep in their transaction, so the page and its total come from one snapshot and no page
    * scans the table; PostgreSQL writes the body, so no row is parsed into objects here.
+   * A page of more than {@link LAYOUT_B_WHOLE_PAGE_BYTES} of text (up to 1000 posts of 65,535
+   * characters) is not built whole, neither in PostgreSQL nor here: it is streamed in chunks
+   * of {@link LAYOUT_B_CHUNK_POSTS} posts, each chunk its own statement continuing after the
+   * last post sent (each post once, in order; the total is the first statement's).
    * @returns null when the page holds no post
    */
   listLayoutB(limit: number, offset: number): Promise<LayoutBPage | null>;
@@ -183,19 +193,43 @@ const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createState
 
 /** A timestamp column as toISOString writes it (milliseconds truncated, as node-postgres reads them), an SQL text expression. */
 const isoTextSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-/**
- * Layout B's page as JSON text (docs/design.md §5) and the number of posts: row_to_json writes
- * compact JSON in the schema's key order and escapes strings as JSON.stringify does (quote,
- * backslash, control characters; PostgreSQL text holds no lone surrogate). $1 limit, $2
- * offset. The aggregate returns one row also for an empty page, its json null.
- */
-const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' ORDER BY p.created_at DESC, p.pid DESC) || ']' AS json,
-         (SELECT sum(n) FROM posts_count) AS total
-    FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) p
-   CROSS JOIN LATERAL (
+/** Layout B's post object (docs/design.md §5) of the posts row `p`, a FROM item. */
+const layoutBPostSql = `CROSS JOIN LATERAL (
      SELECT p.pid::text AS pid, p.post_title AS title, p.post_body AS content,
             ${isoTextSql('p.created_at')} AS created_at, ${isoTextSql('p.updated_at')} AS updated_at
    ) b`;
+
+/** The most text (titles and contents, UTF-8) a Layout B page is built of in one piece, bytes. */
+export const LAYOUT_B_WHOLE_PAGE_BYTES = 1024 * 1024;
+/** Posts per chunk of a Layout B page streamed in chunks: 16 posts of 65,535 characters stay a few MB, escaped. */
+export const LAYOUT_B_CHUNK_POSTS = 16;
+
+/**
+ * Layout B's page as JSON text (docs/design.md §5), its number of posts and the number of all
+ * posts: row_to_json writes compact JSON in the schema's key order and escapes strings as
+ * JSON.stringify does (quote, backslash, control characters; PostgreSQL text holds no lone
+ * surrogate). $1 limit, $2 offset, $3 {@link LAYOUT_B_WHOLE_PAGE_BYTES}: a page with more
+ * text is only counted (its json null), its size read from the values' headers (octet_length
+ * reads no TOASTed value). The aggregate returns one row also for an empty page, count 0.
+ */
+const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' ORDER BY p.created_at DESC, p.pid DESC) FILTER (WHERE p.text_bytes <= $3) || ']' AS json,
+         count(*)::int AS count,
+         (SELECT sum(n) FROM posts_count) AS total
+    FROM (SELECT l.*, sum(octet_length(l.post_title) + octet_length(l.post_body)) OVER () AS text_bytes
+            FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) l) p
+   ${layoutBPostSql}`;
+
+/**
+ * One chunk of a Layout B page streamed in chunks: the posts after the post (`$3` created_at
+ * as text, `$4` pid; 'infinity' and 0 for the first chunk), newest first, skipping `$2` and
+ * taking `$1`, each as its JSON object, with its own position for the next chunk.
+ */
+const LAYOUT_B_CHUNK_SQL = `SELECT row_to_json(b)::text AS json, p.created_at::text AS after_at, p.pid AS after_pid
+    FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts
+           WHERE (created_at, pid) < ($3::timestamptz, $4::int)
+           ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) p
+   ${layoutBPostSql}
+   ORDER BY p.created_at DESC, p.pid DESC`;
 
 // The posts' Idempotency-Keys record, for creates the batch statement left out.
 const RECORDED_POSTS = { name: 'posts-recorded-by-keys', text: recordedPostsSql(POST_COLUMNS.split(', ').map((column) => `p.${column}`).join(', ')) };
@@ -317,6 +351,29 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone }),
   };
 
+  /** The JSON text of a Layout B page of `count` posts from `offset`, a chunk of posts at a time, as it is read. */
+  async function* layoutBChunks(count: number, offset: number): AsyncGenerator<string> {
+    yield '[';
+    let after = { at: 'infinity', pid: 0 };
+    let skip = offset;
+    for (let sent = 0; sent < count; ) {
+      const size = Math.min(LAYOUT_B_CHUNK_POSTS, count - sent);
+      const chunk = await rawQuery<{ json: string; after_at: string; after_pid: number }>(sequelize, {
+        name: 'posts-list-layout-b-chunk',
+        text: LAYOUT_B_CHUNK_SQL,
+        values: [size, skip, after.at, after.pid],
+      });
+      if (chunk.length === 0) break;
+      yield (sent === 0 ? '' : ',') + chunk.map((post) => post.json).join(',');
+      sent += chunk.length;
+      if (chunk.length < size) break;
+      const last = chunk[chunk.length - 1];
+      after = { at: last.after_at, pid: last.after_pid };
+      skip = 0;
+    }
+    yield ']';
+  }
+
   async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {
     for (const post of posts) {
       await cache.invalidate(post.pid);
@@ -353,8 +410,14 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     },
 
     async listLayoutB(limit, offset) {
-      const [row] = await rawQuery<{ json: string | null; total: string }>(sequelize, { name: 'posts-list-layout-b', text: LIST_LAYOUT_B_SQL, values: [limit, offset] });
-      return row.json === null ? null : { json: row.json, total: Number(row.total) };
+      const [row] = await rawQuery<{ json: string | null; count: number; total: string }>(sequelize, {
+        name: 'posts-list-layout-b',
+        text: LIST_LAYOUT_B_SQL,
+        values: [limit, offset, LAYOUT_B_WHOLE_PAGE_BYTES],
+      });
+      if (row.count === 0) return null;
+      const json = row.json ?? Readable.from(layoutBChunks(row.count, offset), { objectMode: false });
+      return { json, total: Number(row.total) };
     },
 
     async update(pid, ownerId, changes) {

@@ -32,7 +32,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
   app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsB() }, async (request, reply) => {
     const page = await posts.listLayoutB(request.query.limit, request.query.offset);
     if (!page) return reply.code(404).send(NO_POST);
-    // Already the 200 schema's JSON: a string with a JSON content type is sent as it is.
+    // Already the 200 schema's JSON: a string (or a big page's stream of it) with a JSON content type is sent as it is.
     return reply.header('X-Total-Count', page.total).type('application/json; charset=utf-8').send(page.json);
   });
 
