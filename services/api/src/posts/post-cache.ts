@@ -23,7 +23,10 @@ export interface PostCache {
   generation(arrivedAt?: number): Promise<string | null>;
   /** Lets another round trip to the same Redis read the generation on the way (the rate limit's). */
   readonly companion: GenerationCompanion;
-  /** Stores `json` only if no write happened since `generation` was read. */
+  /**
+   * Stores `json` only if no write happened since `generation` was read, it is at most
+   * {@link MAX_CACHED_ENTRY_BYTES}, and its kind's byte budget has room for it.
+   */
   write(entry: CacheEntry, json: string, generation: string): Promise<void>;
   /** Drops the posts' entries and every list page, in one round trip; call after the write commits. */
   invalidate(pid: number | readonly number[]): Promise<void>;
@@ -54,15 +57,40 @@ export interface PostCacheOptions {
   /** Safety net for an invalidation lost to a Redis outage, seconds. */
   ttlSeconds: number;
   log: FastifyBaseLogger;
+  /** What the list pages of one generation may take in Redis together, bytes. Default 16 MiB. */
+  listsMaxBytes?: number;
+  /**
+   * What the posts written within one TTL may take in Redis together, bytes; as each lives one
+   * TTL, those alive at once take at most twice this. Default 8 MiB.
+   */
+  postsMaxBytesPerTtl?: number;
 }
 
-// KEYS: generation key, target key. ARGV: expected generation, value, ttl seconds, hash field ('' = plain key).
+/** The largest entry (a post's or a page's JSON, UTF-8) the cache keeps, in Redis or in memory, bytes. */
+export const MAX_CACHED_ENTRY_BYTES = 1024 * 1024;
+
+// The bytes held by the lists hash, a field of the hash itself: it goes with the hash (an
+// invalidation's DEL, the TTL). No page field looks like it (`<limit>:<offset>`).
+const LISTS_BYTES_FIELD = '#bytes';
+
+// KEYS: generation key, target key, byte counter (of posts; for a page the lists hash again).
+// ARGV: expected generation, value, ttl seconds, hash field ('' = plain key), byte budget.
+// A post's counter lives one TTL from the first post it counts, so posts written in one such
+// window fit the budget; a page's is the hash's own field, so the hash always fits it.
 const CONDITIONAL_WRITE = `
 if (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then return 0 end
+local size = #ARGV[2]
+local budget = tonumber(ARGV[5])
 if ARGV[4] == '' then
+  if tonumber(redis.call('GET', KEYS[3]) or '0') + size > budget then return 0 end
   redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+  redis.call('INCRBY', KEYS[3], size)
+  if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[3]) end
 else
+  local replaced = redis.call('HSTRLEN', KEYS[2], ARGV[4])
+  if tonumber(redis.call('HGET', KEYS[2], '${LISTS_BYTES_FIELD}') or '0') - replaced + size > budget then return 0 end
   redis.call('HSET', KEYS[2], ARGV[4], ARGV[2])
+  redis.call('HINCRBY', KEYS[2], '${LISTS_BYTES_FIELD}', size - replaced)
   redis.call('EXPIRE', KEYS[2], ARGV[3])
 end
 return 1`;
@@ -71,15 +99,23 @@ return 1`;
  * Creates the cache. Posts live under `<prefix>:posts:post:<pid>`, list pages as fields of
  * the hash `<prefix>:posts:lists`, so one DEL drops every page. A write bumps
  * `<prefix>:posts:generation`; a reader that saw an older generation does not store its result.
+ * Bounded in bytes: no entry over {@link MAX_CACHED_ENTRY_BYTES}; the pages of one generation
+ * at most `listsMaxBytes` (the hash counts its own bytes); the posts written within one TTL at
+ * most `postsMaxBytesPerTtl` (counted in `<prefix>:posts:post-bytes`, which lives one TTL).
+ * A write past a budget is not stored: the read is answered from the database as on a miss.
  * The write script and the invalidation touch the generation with the entries, so on a Redis
  * Cluster whose prefix is no hash tag (a partitioned queue, docs/design.md §13) the cache has a tag of
  * its own, `<prefix>:{posts}:...`, rather than sharing the queue's.
  */
-export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }: PostCacheOptions): PostCache {
+export function createPostCache(
+  redis: RedisClient,
+  { prefix, ttlSeconds, log, listsMaxBytes = 16 * 1024 * 1024, postsMaxBytesPerTtl = 8 * 1024 * 1024 }: PostCacheOptions,
+): PostCache {
   const base = isCluster(redis) && !/^\{[^{}]+\}$/.test(prefix) ? `${prefix}:{posts}` : `${prefix}:posts`;
   const generationKey = `${base}:generation`;
   const listsKey = `${base}:lists`;
   const postKey = (pid: number) => `${base}:post:${pid}`;
+  const postBytesKey = `${base}:post-bytes`;
   const warn = (err: unknown, action: string) => log.warn({ err }, `post cache ${action} failed; using the database`);
   // The newest generation read, with when its command was sent: it answers requests that arrived before.
   let latest = { generation: '', sentAt: -Infinity };
@@ -123,9 +159,11 @@ export function createPostCache(redis: RedisClient, { prefix, ttlSeconds, log }:
       });
     },
     async write(entry, json, generation) {
-      const [key, field] = entry.kind === 'post' ? [postKey(entry.pid), ''] : [listsKey, `${entry.limit}:${entry.offset}`];
+      if (Buffer.byteLength(json) > MAX_CACHED_ENTRY_BYTES) return;
+      const [key, counter, field, budget] =
+        entry.kind === 'post' ? [postKey(entry.pid), postBytesKey, '', postsMaxBytesPerTtl] : [listsKey, listsKey, `${entry.limit}:${entry.offset}`, listsMaxBytes];
       try {
-        await redis.eval(CONDITIONAL_WRITE, 2, generationKey, key, generation, json, ttlSeconds, field);
+        await redis.eval(CONDITIONAL_WRITE, 3, generationKey, key, counter, generation, json, ttlSeconds, field, budget);
       } catch (err) {
         warn(err, 'write');
       }

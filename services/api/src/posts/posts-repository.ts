@@ -1,7 +1,8 @@
 import { randomInt, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
-import { PostIdsExhaustedError } from './errors';
+import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
 import type { PostCache } from './post-cache';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../../../../shared/tracing';
 import { isOutcomeUnknown } from '../../../../shared/db';
@@ -9,7 +10,7 @@ import { createGroupCommit, GroupCommit, Settled } from '../../../../shared/db/g
 import { rawQuery } from '../../../../shared/db/raw-query';
 import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../../../../shared/deliveries/envelope-pieces';
 import { FannedOutEvent, fanOutClauses, jobsOfEvent } from '../../../../shared/deliveries/fan-out';
-import { IdempotencyOwner, recordPostPidsSql } from '../plugins/idempotency-store';
+import { IdempotencyOwner, lockClaimsSql, recordedPostsSql, recordPostPidsSql } from '../plugins/idempotency-store';
 import type { PostEventRecorder } from './post-events';
 import { isStorablePid, POST_COLUMNS, PostRecord, PostRow, toChangedData, toDeletedData, toPostRecord } from './post-record';
 
@@ -34,8 +35,13 @@ export interface PostPage {
 
 /** Layout B's list answer (docs/design.md §5) as PostgreSQL wrote it, with the number of posts, both of one snapshot. */
 export interface LayoutBPage {
-  /** The JSON array of the page's posts, `[{"pid","title","content","created_at","updated_at"}]`, pid a string, times as toISOString writes them. */
-  json: string;
+  /**
+   * The JSON array of the page's posts, `[{"pid","title","content","created_at","updated_at"}]`,
+   * pid a string, times as toISOString writes them. A page holding more than
+   * {@link LAYOUT_B_WHOLE_PAGE_BYTES} of text is a stream of that text instead, read in chunks
+   * of {@link LAYOUT_B_CHUNK_POSTS} posts as it is sent.
+   */
+  json: string | Readable;
   /** Every post in the table, not only this page's. */
   total: number;
 }
@@ -44,8 +50,11 @@ export interface LayoutBPage {
 export interface PostsRepository {
   /**
    * @param claim - the request's Idempotency-Key, whose row records the new pid in the same
-   *   commit (docs/design.md §15)
+   *   commit (docs/design.md §15). A key that records a post already (another holder made it,
+   *   the key having been taken over after a lease lapsed) gets no second post: the recorded
+   *   post is returned.
    * @throws PostIdsExhaustedError when no free random pid was found
+   * @throws RecordedPostGoneError when the key records a post that no longer exists
    */
   create(post: NewPost, pidSource: PidSource, claim?: IdempotencyOwner | null): Promise<PostRecord>;
   findById(pid: number): Promise<PostRecord | null>;
@@ -56,6 +65,10 @@ export interface PostsRepository {
    * statement: the count is the sum of `posts_count`'s shards, which the posts' own writes
    * keep in their transaction, so the page and its total come from one snapshot and no page
    * scans the table; PostgreSQL writes the body, so no row is parsed into objects here.
+   * A page of more than {@link LAYOUT_B_WHOLE_PAGE_BYTES} of text (up to 1000 posts of 65,535
+   * characters) is not built whole, neither in PostgreSQL nor here: it is streamed in chunks
+   * of {@link LAYOUT_B_CHUNK_POSTS} posts, each chunk its own statement continuing after the
+   * last post sent (each post once, in order; the total is the first statement's).
    * @returns null when the page holds no post
    */
   listLayoutB(limit: number, offset: number): Promise<LayoutBPage | null>;
@@ -120,7 +133,9 @@ const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
  * inside a transaction, and a table filling up must not make most batches retry. The first
  * free one of independent uniform draws is a uniform draw among the free pids. Posts with no
  * free candidate, or whose pid another post of the batch or another writer took meanwhile
- * (ON CONFLICT), are left out and retried by the caller.
+ * (ON CONFLICT), are left out and retried by the caller A post whose Idempotency-Key records a
+ * post already, or whose key an earlier post of the batch holds, is left out too: the caller
+ * answers it with the recorded post.
  */
 function createStatement(random: boolean): string {
   const pid = random ? ', pid' : '';
@@ -138,6 +153,9 @@ function createStatement(random: boolean): string {
   return `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], ${claims})
         WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, claim_principal, claim_key, ord)
+    ), claims AS (
+      -- Before the insert: a key taken over after its lease lapsed, whose other holder recorded a post, gets none.
+      ${lockClaimsSql('input')}
     ), inserted AS (
       INSERT INTO posts (post_uuid, user_id, post_title, post_body, post_image${pid})
       SELECT * FROM (
@@ -148,6 +166,10 @@ function createStatement(random: boolean): string {
             : ''
         }
           FROM input
+         WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.ord = input.ord AND c.post_pid IS NOT NULL)
+           -- Two requests of one key in one batch: the first makes the post.
+           AND NOT EXISTS (SELECT 1 FROM input earlier
+                            WHERE earlier.claim_principal = input.claim_principal AND earlier.claim_key = input.claim_key AND earlier.ord < input.ord)
       ) chosen
       ${random ? 'WHERE pid IS NOT NULL ON CONFLICT (pid) DO NOTHING' : ''}
       RETURNING ${POST_COLUMNS}
@@ -171,19 +193,46 @@ const CREATE_WITH_RANDOM_PIDS = { name: 'posts-create-random', text: createState
 
 /** A timestamp column as toISOString writes it (milliseconds truncated, as node-postgres reads them), an SQL text expression. */
 const isoTextSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-/**
- * Layout B's page as JSON text (docs/design.md §5) and the number of posts: row_to_json writes
- * compact JSON in the schema's key order and escapes strings as JSON.stringify does (quote,
- * backslash, control characters; PostgreSQL text holds no lone surrogate). $1 limit, $2
- * offset. The aggregate returns one row also for an empty page, its json null.
- */
-const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' ORDER BY p.created_at DESC, p.pid DESC) || ']' AS json,
-         (SELECT sum(n) FROM posts_count) AS total
-    FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) p
-   CROSS JOIN LATERAL (
+/** Layout B's post object (docs/design.md §5) of the posts row `p`, a FROM item. */
+const layoutBPostSql = `CROSS JOIN LATERAL (
      SELECT p.pid::text AS pid, p.post_title AS title, p.post_body AS content,
             ${isoTextSql('p.created_at')} AS created_at, ${isoTextSql('p.updated_at')} AS updated_at
    ) b`;
+
+/** The most text (titles and contents, UTF-8) a Layout B page is built of in one piece, bytes. */
+export const LAYOUT_B_WHOLE_PAGE_BYTES = 1024 * 1024;
+/** Posts per chunk of a Layout B page streamed in chunks: 16 posts of 65,535 characters stay a few MB, escaped. */
+export const LAYOUT_B_CHUNK_POSTS = 16;
+
+/**
+ * Layout B's page as JSON text (docs/design.md §5), its number of posts and the number of all
+ * posts: row_to_json writes compact JSON in the schema's key order and escapes strings as
+ * JSON.stringify does (quote, backslash, control characters; PostgreSQL text holds no lone
+ * surrogate). $1 limit, $2 offset, $3 {@link LAYOUT_B_WHOLE_PAGE_BYTES}: a page with more
+ * text is only counted (its json null), its size read from the values' headers (octet_length
+ * reads no TOASTed value). The aggregate returns one row also for an empty page, count 0.
+ */
+const LIST_LAYOUT_B_SQL = `SELECT '[' || string_agg(row_to_json(b)::text, ',' ORDER BY p.created_at DESC, p.pid DESC) FILTER (WHERE p.text_bytes <= $3) || ']' AS json,
+         count(*)::int AS count,
+         (SELECT sum(n) FROM posts_count) AS total
+    FROM (SELECT l.*, sum(octet_length(l.post_title) + octet_length(l.post_body)) OVER () AS text_bytes
+            FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) l) p
+   ${layoutBPostSql}`;
+
+/**
+ * One chunk of a Layout B page streamed in chunks: the posts after the post (`$3` created_at
+ * as text, `$4` pid; 'infinity' and 0 for the first chunk), newest first, skipping `$2` and
+ * taking `$1`, each as its JSON object, with its own position for the next chunk.
+ */
+const LAYOUT_B_CHUNK_SQL = `SELECT row_to_json(b)::text AS json, p.created_at::text AS after_at, p.pid AS after_pid
+    FROM (SELECT pid, post_title, post_body, created_at, updated_at FROM posts
+           WHERE (created_at, pid) < ($3::timestamptz, $4::int)
+           ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2) p
+   ${layoutBPostSql}
+   ORDER BY p.created_at DESC, p.pid DESC`;
+
+// The posts' Idempotency-Keys record, for creates the batch statement left out.
+const RECORDED_POSTS = { name: 'posts-recorded-by-keys', text: recordedPostsSql(POST_COLUMNS.split(', ').map((column) => `p.${column}`).join(', ')) };
 
 /** The SQL of a batch of creates ({@link createStatement}), for tests of its plan. */
 export const createPostsSql = (pidSource: PidSource): string => (pidSource === 'random' ? CREATE_WITH_RANDOM_PIDS : CREATE_WITH_SEQUENCE_PIDS).text;
@@ -249,10 +298,35 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
         outcomes[position.get(row.post_uuid)!] = { ok: true, value: { record: toPostRecord(row), deliveryIds: jobs[n].map((job) => job.deliveryId) } };
       });
       events.queueCommitted(jobs.flat());
-      missing = missing.filter((index) => outcomes[index] === undefined);
+      missing = await answerRecorded(items, missing.filter((index) => outcomes[index] === undefined), outcomes);
     }
     for (const index of missing) outcomes[index] = { ok: false, error: new PostIdsExhaustedError(RANDOM_PID_ATTEMPTS) };
     return outcomes;
+  }
+
+  /**
+   * Answers each create of `missing` whose Idempotency-Key records a post (another holder of
+   * the key made it) with that post, or a {@link RecordedPostGoneError}; after a commit, so it
+   * never throws: should the look-up fail, those creates fail with its error.
+   * @returns the creates still missing
+   */
+  async function answerRecorded(items: PendingCreate[], missing: number[], outcomes: Settled<CreatedPost>[]): Promise<number[]> {
+    const claimed = missing.filter((index) => items[index].claim !== null);
+    if (claimed.length === 0) return missing;
+    const keyOf = (claim: IdempotencyOwner) => JSON.stringify([claim.principal, claim.key]);
+    try {
+      const values = [claimed.map((index) => items[index].claim!.principal), claimed.map((index) => items[index].claim!.key)];
+      const recorded = await rawQuery<PostRow & { principal: string; key: string; post_pid: number }>(sequelize, { ...RECORDED_POSTS, values });
+      const byKey = new Map(recorded.map((row) => [keyOf({ principal: row.principal, key: row.key }), row]));
+      for (const index of claimed) {
+        const row = byKey.get(keyOf(items[index].claim!));
+        if (row === undefined) continue;
+        outcomes[index] = row.pid === null ? { ok: false, error: new RecordedPostGoneError(row.post_pid) } : { ok: true, value: { record: toPostRecord(row), deliveryIds: [] } };
+      }
+    } catch (error) {
+      for (const index of claimed) outcomes[index] = { ok: false, error };
+    }
+    return missing.filter((index) => outcomes[index] === undefined);
   }
 
   /**
@@ -276,6 +350,29 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     sequence: createGroupCommit((items) => createBatch(items, 'sequence'), { retryAlone }),
     random: createGroupCommit((items) => createBatch(items, 'random'), { retryAlone }),
   };
+
+  /** The JSON text of a Layout B page of `count` posts from `offset`, a chunk of posts at a time, as it is read. */
+  async function* layoutBChunks(count: number, offset: number): AsyncGenerator<string> {
+    yield '[';
+    let after = { at: 'infinity', pid: 0 };
+    let skip = offset;
+    for (let sent = 0; sent < count; ) {
+      const size = Math.min(LAYOUT_B_CHUNK_POSTS, count - sent);
+      const chunk = await rawQuery<{ json: string; after_at: string; after_pid: number }>(sequelize, {
+        name: 'posts-list-layout-b-chunk',
+        text: LAYOUT_B_CHUNK_SQL,
+        values: [size, skip, after.at, after.pid],
+      });
+      if (chunk.length === 0) break;
+      yield (sent === 0 ? '' : ',') + chunk.map((post) => post.json).join(',');
+      sent += chunk.length;
+      if (chunk.length < size) break;
+      const last = chunk[chunk.length - 1];
+      after = { at: last.after_at, pid: last.after_pid };
+      skip = 0;
+    }
+    yield ']';
+  }
 
   async function forgetDeleted(posts: readonly PostRecord[]): Promise<void> {
     for (const post of posts) {
@@ -313,8 +410,14 @@ export function createPostsRepository({ sequelize, events, cache, removeImage, l
     },
 
     async listLayoutB(limit, offset) {
-      const [row] = await rawQuery<{ json: string | null; total: string }>(sequelize, { name: 'posts-list-layout-b', text: LIST_LAYOUT_B_SQL, values: [limit, offset] });
-      return row.json === null ? null : { json: row.json, total: Number(row.total) };
+      const [row] = await rawQuery<{ json: string | null; count: number; total: string }>(sequelize, {
+        name: 'posts-list-layout-b',
+        text: LIST_LAYOUT_B_SQL,
+        values: [limit, offset, LAYOUT_B_WHOLE_PAGE_BYTES],
+      });
+      if (row.count === 0) return null;
+      const json = row.json ?? Readable.from(layoutBChunks(row.count, offset), { objectMode: false });
+      return { json, total: Number(row.total) };
     },
 
     async update(pid, ownerId, changes) {

@@ -1,6 +1,6 @@
 import { AUTHENTICATED, EMPTY, messageSchema, postIdParamsSchema } from './common';
 import { validatedBy } from './joi-validation';
-import { createPostA, createPostAShortcut, pageQuery, pageQueryShortcut, updatePostA } from './post-input';
+import { CONTENT_MAX_CHARACTERS, createPostA, createPostAShortcut, pageQuery, pageQueryShortcut, TITLE_MAX_CHARACTERS, updatePostA } from './post-input';
 
 // Route schemas of Layout A (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
@@ -98,8 +98,8 @@ export function createPostSchemaA() {
       {
         type: 'object',
         properties: {
-          title: { type: 'string', maxLength: 255 },
-          body: { type: 'string' },
+          title: { type: 'string', maxLength: TITLE_MAX_CHARACTERS },
+          body: { type: 'string', maxLength: CONTENT_MAX_CHARACTERS },
           userId: { type: 'integer', description: 'Must equal the authenticated user id' },
           image: { type: 'string', format: 'binary', description: 'multipart only' },
         },
@@ -137,9 +137,9 @@ export function updatePostSchemaA() {
       {
         type: 'object',
         properties: {
-          title: { type: 'string', maxLength: 255 },
-          content: { type: 'string' },
-          body: { type: 'string', description: 'Same as content (the name create uses); if both are given they must be equal' },
+          title: { type: 'string', maxLength: TITLE_MAX_CHARACTERS },
+          content: { type: 'string', maxLength: CONTENT_MAX_CHARACTERS },
+          body: { type: 'string', maxLength: CONTENT_MAX_CHARACTERS, description: 'Same as content (the name create uses); if both are given they must be equal' },
         },
         minProperties: 1,
       },

@@ -1,6 +1,6 @@
 import { AUTHENTICATED, messageSchema, postIdParamsSchema } from './common';
 import { validatedBy } from './joi-validation';
-import { pageQuery, pageQueryShortcut, writePostB, writePostBShortcut } from './post-input';
+import { CONTENT_MAX_CHARACTERS, pageQuery, pageQueryShortcut, TITLE_MAX_CHARACTERS, writePostB, writePostBShortcut } from './post-input';
 
 // Route schemas of Layout B (docs/design.md §5): JSON Schema for OpenAPI and response serialisation,
 // Joi (attached by validatedBy) for request validation. Factories, so each app compiles its own.
@@ -29,7 +29,7 @@ const outcome = (description: string) => ({
 
 const writeBody = () =>
   validatedBy(
-    { type: 'object', properties: { title: { type: 'string', maxLength: 255 }, content: { type: 'string' } }, required: ['title', 'content'] },
+    { type: 'object', properties: { title: { type: 'string', maxLength: TITLE_MAX_CHARACTERS }, content: { type: 'string', maxLength: CONTENT_MAX_CHARACTERS } }, required: ['title', 'content'] },
     writePostB,
     writePostBShortcut,
   );

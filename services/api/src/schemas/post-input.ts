@@ -8,6 +8,8 @@ export function characterCount(text: string): number {
 }
 
 export const TITLE_MAX_CHARACTERS = 255;
+/** Longest post content (Layout A `body`, Layout B `content`), in characters: one post stays small enough to cache and to page. */
+export const CONTENT_MAX_CHARACTERS = 65_535;
 
 /**
  * A required-when-present text field with docs/design.md §5's messages: null, empty or
@@ -33,7 +35,7 @@ function text(subject: string, maxCharacters?: number) {
 }
 
 const title = () => text('Post title', TITLE_MAX_CHARACTERS);
-const content = () => text('Post content');
+const content = () => text('Post content', CONTENT_MAX_CHARACTERS);
 
 const userId = Joi.any()
   .custom((value: unknown, helpers) => {
@@ -97,14 +99,14 @@ function hasKeys(value: unknown, count: number): value is Record<string, unknown
 /** {@link writePostB}'s value for a plainly valid `{title, content}`; undefined (Joi decides) for anything else. */
 export function writePostBShortcut(input: unknown): object | undefined {
   if (!hasKeys(input, 2)) return undefined;
-  return plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.content) ? input : undefined;
+  return plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.content, CONTENT_MAX_CHARACTERS) ? input : undefined;
 }
 
 /** {@link createPostA}'s value for a plainly valid JSON `{title, body, userId}` (userId a number); undefined (Joi decides) for anything else. */
 export function createPostAShortcut(input: unknown): object | undefined {
   if (!hasKeys(input, 3)) return undefined;
   const { userId: id } = input;
-  const valid = plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.body) && typeof id === 'number' && Number.isSafeInteger(id) && id > 0;
+  const valid = plainText(input.title, TITLE_MAX_CHARACTERS) && plainText(input.body, CONTENT_MAX_CHARACTERS) && typeof id === 'number' && Number.isSafeInteger(id) && id > 0;
   return valid ? input : undefined;
 }
 

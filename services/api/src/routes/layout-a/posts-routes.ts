@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../errors';
 import { idempotencyClaimOf } from '../../plugins/idempotency';
+import { RecordedPostGoneError } from '../../posts/errors';
 import type { PostRecord } from '../../posts/post-record';
 import type { PostPage } from '../../posts/posts-repository';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
@@ -55,18 +56,24 @@ export const postsRoutesA: ApiRoutes = async (app, { config, posts, postReader, 
       if (userId !== currentUser(request).userId) throw new ApiError(403, 'userId must be the authenticated user.');
       // A retry of a create whose process died after committing answers with that post (docs/design.md §15).
       const claim = idempotencyClaimOf(request);
+      const gone = (pid: number) => new ApiError(409, `The request with this Idempotency-Key created post ${pid}, which no longer exists.`);
       if (claim?.committedPostPid) {
         const committed = await posts.findById(claim.committedPostPid);
-        if (!committed) throw new ApiError(409, `The request with this Idempotency-Key created post ${claim.committedPostPid}, which no longer exists.`);
+        if (!committed) throw gone(claim.committedPostPid);
         return { status: 200, message: 'Post was successfully created.', item: present.item(committed) };
       }
       const imageName = image ? await images.save(image) : null;
+      const discardImage = async () => {
+        if (imageName) await images.remove(imageName).catch((cleanup) => request.log.warn({ err: cleanup }, 'removing an orphaned image failed'));
+      };
       try {
+        // The post the key records, should another holder of it have made one meanwhile.
         const post = await posts.create({ userId, title, content: body, image: imageName }, 'sequence', claim);
+        if (imageName && post.image !== imageName) await discardImage();
         return { status: 200, message: 'Post was successfully created.', item: present.item(post) };
       } catch (err) {
-        if (imageName) await images.remove(imageName).catch((cleanup) => request.log.warn({ err: cleanup }, 'removing an orphaned image failed'));
-        throw err;
+        await discardImage();
+        throw err instanceof RecordedPostGoneError ? gone(err.pid) : err;
       }
     },
   );

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../../../../shared/db';
 import { RequestValidationError } from '../../errors';
 import { idempotencyClaimOf } from '../../plugins/idempotency';
+import { RecordedPostGoneError } from '../../posts/errors';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaB, deletePostSchemaB, getPostB, listPostsB, updatePostSchemaB } from '../../schemas/layout-b';
 import { ApiRoutes, currentUser } from '../api-routes';
@@ -31,7 +32,7 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
   app.get<{ Querystring: { limit: number; offset: number } }>('/posts', { schema: listPostsB() }, async (request, reply) => {
     const page = await posts.listLayoutB(request.query.limit, request.query.offset);
     if (!page) return reply.code(404).send(NO_POST);
-    // Already the 200 schema's JSON: a string with a JSON content type is sent as it is.
+    // Already the 200 schema's JSON: a string (or a big page's stream of it) with a JSON content type is sent as it is.
     return reply.header('X-Total-Count', page.total).type('application/json; charset=utf-8').send(page.json);
   });
 
@@ -49,6 +50,8 @@ export const postsRoutesB: ApiRoutes = async (app, { posts }) => {
       const pid = claim?.committedPostPid ?? (await posts.create({ userId: currentUser(request).userId, ...request.body, image: null }, 'random', claim)).pid;
       return { status: 2001, message: 'Post added successfully.', pid: String(pid) };
     } catch (err) {
+      // Another holder of the key made the post, since deleted: its pid was the answer.
+      if (err instanceof RecordedPostGoneError) return { status: 2001, message: 'Post added successfully.', pid: String(err.pid) };
       // An outage is not a failed insert: the error handler answers 503 with Retry-After.
       if (isDatabaseUnavailable(err)) throw err;
       request.log.error({ err }, 'post insert failed');
