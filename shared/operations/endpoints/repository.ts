@@ -1,5 +1,6 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../../db';
+import { shownUrl, unmaskUrl } from '../../http/url-display';
 import { closeEpisode } from '../../deliveries/episodes';
 import { endDeliveriesOfDeletedEndpoint } from '../../deliveries/deleted-endpoint';
 import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
@@ -66,15 +67,22 @@ export interface RotatedSecret {
   previousSecretExpiresAt: Date;
 }
 
-/** @throws InvalidEndpointError for anything but an http(s) URL */
+/** The refusal of an endpoint URL with userinfo (docs/design.md §11): what it holds is a credential the URL would show. */
+export const USERINFO_REFUSED = 'credentials go in headers or auth, not in the URL';
+
+/**
+ * @throws InvalidEndpointError for anything but an http(s) URL, and {@link USERINFO_REFUSED} for
+ *   one with userinfo; the messages show the URL without userinfo and query
+ */
 export function assertEndpointUrl(url: string): void {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch (error) {
-    throw new InvalidEndpointError(`Invalid endpoint URL: ${url}`, { cause: error });
+    throw new InvalidEndpointError(`Invalid endpoint URL: ${shownUrl(url)}`, { cause: error });
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidEndpointError(`Endpoint URL must be http or https: ${url}`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidEndpointError(`Endpoint URL must be http or https: ${shownUrl(url)}`);
+  if (parsed.username !== '' || parsed.password !== '') throw new InvalidEndpointError(USERINFO_REFUSED);
 }
 
 /**
@@ -191,9 +199,11 @@ export async function updateEndpoint(
         ? undefined
         : normalizeClientCertificate(changes.clientCertificate, row.clientKey);
     if (changes.url !== undefined) assertCredentialsGivenAgain(row, changes.url, changes);
+    // The URL as shown gives each sensitive query value as "********": sent back, it keeps the stored one.
+    const url = changes.url === undefined ? row.url : unmaskUrl(changes.url, row.url);
     const clientCert = certificate === undefined ? row.clientCert : (certificate?.cert ?? null);
-    assertCredentialsFit({ url: changes.url ?? row.url, headers: headers ?? row.headers, auth, clientCert }, rules);
-    if (changes.url !== undefined) row.url = changes.url;
+    assertCredentialsFit({ url, headers: headers ?? row.headers, auth, clientCert }, rules);
+    row.url = url;
     if (headers) row.headers = headers;
     row.auth = auth;
     if (certificate !== undefined) {
