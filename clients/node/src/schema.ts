@@ -288,7 +288,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Invalid request */
+                /** @description Invalid request; a url with userinfo: `credentials go in headers or auth, not in the URL` */
                 400: {
                     headers: {
                         [name: string]: unknown;
@@ -316,7 +316,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description The service key lacks the scope, or a user token on a service-key route */
+                /** @description The service key lacks the scope, or a user token on a service-key route; a user at MAX_ENDPOINTS_PER_USER: `Endpoint limit reached (N).` */
                 403: {
                     headers: {
                         [name: string]: unknown;
@@ -736,7 +736,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Invalid request */
+                /** @description Invalid request; a url with userinfo: `credentials go in headers or auth, not in the URL` */
                 400: {
                     headers: {
                         [name: string]: unknown;

@@ -5,7 +5,7 @@ import { closeEpisode } from '../../deliveries/episodes';
 import { endDeliveriesOfDeletedEndpoint } from '../../deliveries/deleted-endpoint';
 import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
 import { Page, decodeCursor, toPage } from '../cursor';
-import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
+import { EndpointLimitError, EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
 import { assertKnownEventTypes } from '../event-catalog';
 import type { Viewer } from '../viewer';
 import { normalizeEndpointAuth } from './auth';
@@ -106,23 +106,44 @@ export async function createEndpoint(db: Database, input: NewEndpoint, rules: En
   const certificate = normalizeClientCertificate(input.clientCertificate ?? null, null);
   assertCredentialsFit({ url: input.url, headers, auth, clientCert: certificate?.cert ?? null }, rules);
   await assertKnownEventTypes(db, events);
-  const row = await db.models.WebhookEndpoint.create({
-    url: input.url,
-    secret: key.secret,
-    signatureScheme: scheme,
-    publicKey: key.publicKey,
-    events,
-    description: input.description ?? null,
-    userId: input.userId,
-    headers,
-    ordering: input.ordering ?? 'unordered',
-    rateLimitPerS: input.rateLimitPerS ?? null,
-    filter,
-    auth,
-    clientCert: certificate?.cert ?? null,
-    clientKey: certificate?.key ?? null,
+  const row = await db.sequelize.transaction(async (transaction) => {
+    if (input.userId !== null) await assertRoomForEndpoint(db, transaction, input.userId, rules.maxEndpointsPerUser);
+    return db.models.WebhookEndpoint.create(
+      {
+        url: input.url,
+        secret: key.secret,
+        signatureScheme: scheme,
+        publicKey: key.publicKey,
+        events,
+        description: input.description ?? null,
+        userId: input.userId,
+        headers,
+        ordering: input.ordering ?? 'unordered',
+        rateLimitPerS: input.rateLimitPerS ?? null,
+        filter,
+        auth,
+        clientCert: certificate?.cert ?? null,
+        clientKey: certificate?.key ?? null,
+      },
+      { transaction },
+    );
   });
   return { endpoint: presentEndpoint(row), secret: key.shown };
+}
+
+/**
+ * @throws EndpointLimitError when the user already owns `limit` endpoints (deleted ones aside).
+ * The user's row is locked first and the count is a statement of its own, read after the lock
+ * (READ COMMITTED takes a snapshot per statement): of creates racing for the last places, each
+ * counts the ones committed before it.
+ */
+async function assertRoomForEndpoint(db: Database, transaction: Transaction, userId: number, limit: number): Promise<void> {
+  await db.sequelize.query('SELECT 1 FROM users WHERE user_id = $1 FOR NO KEY UPDATE', { bind: [userId], type: QueryTypes.SELECT, transaction });
+  const [{ owned }] = await db.sequelize.query<{ owned: number }>(
+    'SELECT count(*)::int AS owned FROM webhook_endpoints WHERE user_id = $1 AND deleted_at IS NULL',
+    { bind: [userId], type: QueryTypes.SELECT, transaction },
+  );
+  if (owned >= limit) throw new EndpointLimitError(limit);
 }
 
 /** Endpoints the viewer may see, newest first, a page of `limit` after `cursor`. */
