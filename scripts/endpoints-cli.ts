@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Config, loadConfig } from '../shared/config';
 import { Database, createDatabase } from '../shared/db';
+import { maskedUrl, shownUrl } from '../shared/http/url-display';
 import {
   EndpointNotFoundError,
   InvalidEndpointError,
   OPERATOR,
+  USERINFO_REFUSED,
   ReplayWindowError,
   UnknownEventTypeError,
   assertEndpointSecret,
@@ -157,7 +159,9 @@ async function add(db: Database, config: Config, values: Values): Promise<void> 
     assertEndpointUrl(url);
     await assertKnownEventTypes(db, events);
   } catch (error) {
-    if (error instanceof InvalidEndpointError) throw new UsageError(`--url must be an http or https URL: ${url}`, { cause: error });
+    if (error instanceof InvalidEndpointError) {
+      throw new UsageError(error.message === USERINFO_REFUSED ? USERINFO_REFUSED : `--url must be an http or https URL: ${shownUrl(url)}`, { cause: error });
+    }
     if (error instanceof UnknownEventTypeError) throw new UsageError(`--events: ${error.message}`, { cause: error });
     throw error;
   }
@@ -295,7 +299,7 @@ async function list(db: Database): Promise<void> {
   for (const endpoint of endpoints) {
     print({
       id: endpoint.id,
-      url: endpoint.url,
+      url: maskedUrl(endpoint.url),
       events: endpoint.events,
       active: endpoint.active,
       description: endpoint.description,

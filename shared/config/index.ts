@@ -97,6 +97,8 @@ export interface Config {
   rateLimitPerMin: number;
   /** How long an Idempotency-Key claim holds without renewal, ms (docs/design.md §15: at most 60 s). */
   idempotencyLeaseMs: number;
+  /** Endpoints one user may own at once (MAX_ENDPOINTS_PER_USER, docs/design.md §11); operator endpoints are not counted. */
+  maxEndpointsPerUser: number;
   /** Receiver: accept deliveries carrying only X-Signature (then dedupe every body by its sha256). */
   receiverAcceptXSignatureOnly: boolean;
   /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
@@ -185,6 +187,7 @@ const schema = Joi.object({
   MAINTENANCE_INTERVAL_MS: Joi.number().integer().min(100).max(60000).default(30000),
   RATE_LIMIT_PER_MIN: Joi.number().integer().min(0).default(6000),
   IDEMPOTENCY_LEASE_MS: Joi.number().integer().min(1000).max(60000).default(60000),
+  MAX_ENDPOINTS_PER_USER: Joi.number().integer().min(0).default(100),
   RECEIVER_ACCEPT_X_SIGNATURE_ONLY: Joi.boolean().default(false),
   REDIS_CLUSTER_NODES: Joi.string().custom(parseHostPorts),
   REDIS_SENTINELS: Joi.string().custom(parseHostPorts),
@@ -302,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     maintenanceIntervalMs: value.MAINTENANCE_INTERVAL_MS,
     rateLimitPerMin: value.RATE_LIMIT_PER_MIN,
     idempotencyLeaseMs: value.IDEMPOTENCY_LEASE_MS,
+    maxEndpointsPerUser: value.MAX_ENDPOINTS_PER_USER,
     receiverAcceptXSignatureOnly: value.RECEIVER_ACCEPT_X_SIGNATURE_ONLY,
     redisClusterNodes,
     redisSentinels,

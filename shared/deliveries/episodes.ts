@@ -1,6 +1,7 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import type { DeliveryJob } from '../queue/webhook-queue';
-import { insertOperationalEvent, shownUrl } from './operational-events';
+import { shownUrl } from '../http/url-display';
+import { insertOperationalEvent } from './operational-events';
 
 // An endpoint's failure episode (docs/design.md §6 rev 4) lives in its webhook_endpoints row: open
 // while `episode_id` is set (and `failing_since`, its start, as the table's CHECK requires),

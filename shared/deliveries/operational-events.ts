@@ -39,22 +39,3 @@ export async function insertOperationalEvent(
     aboutEndpointId: about.id ?? undefined,
   });
 }
-
-/**
- * An endpoint's URL as operational events show it (docs/design.md §6 rev 4): without userinfo, query
- * string or fragment, which may hold credentials; otherwise as stored.
- */
-export function shownUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return url;
-  }
-  if (!parsed.username && !parsed.password && !parsed.search && !parsed.hash) return url;
-  parsed.username = '';
-  parsed.password = '';
-  parsed.search = '';
-  parsed.hash = '';
-  return parsed.toString();
-}

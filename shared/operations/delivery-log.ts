@@ -1,6 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import type { Database, DeliveryStatus } from '../db';
 import { findById, keyOfId } from '../db/partitions';
+import { maskedUrl } from '../http/url-display';
 import { Page, decodeCursor, toPage } from './cursor';
 import type { Viewer } from './viewer';
 
@@ -147,7 +148,7 @@ function presentDelivery(row: DeliveryRow): DeliveryObject {
     id: row.id,
     endpoint_id: row.endpoint_id,
     event_id: row.event_id,
-    url: row.url,
+    url: maskedUrl(row.url),
     event: row.event,
     status: row.status,
     attempt_count: row.attempts,

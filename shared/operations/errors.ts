@@ -78,3 +78,11 @@ export class ReplayWindowError extends Error {
     this.name = 'ReplayWindowError';
   }
 }
+
+/** A user owns as many endpoints as MAX_ENDPOINTS_PER_USER allows (docs/design.md §11); the message names the limit. */
+export class EndpointLimitError extends Error {
+  constructor(readonly limit: number, options: OperationsErrorOptions = {}) {
+    super(`Endpoint limit reached (${limit}).`, options);
+    this.name = 'EndpointLimitError';
+  }
+}

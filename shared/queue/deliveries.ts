@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
+import { shownUrl } from '../http/url-display';
 import { isReservedEventName } from '../deliveries/operational-event-names';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
@@ -214,10 +215,10 @@ function assertHttpUrl(url: string): void {
   try {
     parsed = new URL(url);
   } catch (error) {
-    throw new InvalidWebhookError(`Invalid webhook URL: ${url}`, { cause: error });
+    throw new InvalidWebhookError(`Invalid webhook URL: ${shownUrl(url)}`, { cause: error });
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new InvalidWebhookError(`Webhook URL must be http or https: ${url}`);
+    throw new InvalidWebhookError(`Webhook URL must be http or https: ${shownUrl(url)}`);
   }
 }
 

@@ -80,6 +80,20 @@ describe('endpoints CLI', () => {
     expect(refused.stderr).toContain('headers: host cannot be set');
   });
 
+  it('When an endpoint is added with credentials in its URL, then userinfo is refused and list masks sensitive query values', async () => {
+    const refused = cli('add', '--url', 'https://user:pw@example.com/hooks');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('error: credentials go in headers or auth, not in the URL');
+    expect(refused.stderr).not.toContain('pw');
+
+    const added = cli('add', '--url', 'https://example.com/hooks?api_key=SECRET&page=2');
+    expect(added.status).toBe(0);
+    const { id } = JSON.parse(added.stdout);
+    const listed = cli('list').stdout.trim().split('\n').map((line) => JSON.parse(line)).find((endpoint) => endpoint.id === id);
+    expect(listed.url).toBe('https://example.com/hooks?api_key=********&page=2');
+    expect((await db.models.WebhookEndpoint.findByPk(id))!.url).toBe('https://example.com/hooks?api_key=SECRET&page=2');
+  });
+
   it('When an endpoint is added with OAuth2 client credentials and a client certificate, then list masks the secret and shows the certificate, and update keeps, replaces or removes them', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'endpoints-cli-'));
     try {

@@ -25,6 +25,17 @@ describe('SSRF guard: addresses that embed or stand for IPv4 ones', () => {
     ['2001:0:4136:e378::1', 'Teredo'],
     ['2001:db8::1', 'documentation'],
     ['100::1', 'discard-only'],
+    ['100:0:0:1::1', 'dummy IPv6 prefix'],
+    ['2001:2::1', 'benchmarking'],
+    ['2001:2:0:ffff::1', 'benchmarking, top of the range'],
+    ['2001:10::1', 'ORCHID (deprecated)'],
+    ['2001:1f:ffff::1', 'ORCHID, top of the range'],
+    ['2001:20::1', 'ORCHIDv2'],
+    ['2001:2f:ffff::1', 'ORCHIDv2, top of the range'],
+    ['3fff::1', 'documentation 3fff::/20'],
+    ['3fff:fff::1', 'documentation 3fff::/20, top of the range'],
+    ['5f00::1', 'SRv6 SIDs'],
+    ['5f00:ffff::1', 'SRv6 SIDs, top of the range'],
     ['192.0.2.1', 'TEST-NET-1'],
   ])('when the address is %s (%s), then it is refused', (address) => {
     expect(isNonPublicAddress(address)).toBe(true);
@@ -36,6 +47,11 @@ describe('SSRF guard: addresses that embed or stand for IPv4 ones', () => {
     ['::ffff:93.184.215.14', 'IPv4-mapped public address'],
     ['2606:4700::1111', 'global unicast'],
     ['2a00:1450:4001::200e', 'global unicast'],
+    ['2001:3::1', 'AMT, globally reachable'],
+    ['2001:4:112::1', 'AS112-v6, globally reachable'],
+    ['2001:30::1', 'drone remote ID tags, beside ORCHIDv2'],
+    ['2001:2:1::1', 'just past benchmarking'],
+    ['3fff:1000::1', 'just past documentation 3fff::/20'],
     ['1.1.1.1', 'public IPv4'],
   ])('when the address is %s (%s), then it is public', (address) => {
     expect(isNonPublicAddress(address)).toBe(false);
@@ -108,6 +124,17 @@ describe('SSRF guard in the HTTP sender', () => {
     expect(unguarded.result.error).toBe(`ECONNREFUSED: connect ECONNREFUSED localhost:${port}`);
     peer = await startRecordingServer();
   });
+
+  it.each(['2001:2::1', '2001:10::1', '2001:20::1', '5f00::1', '3fff::1'])(
+    'when the target is the literal [%s] of a range not globally reachable, then nothing is sent, and the log shows the URL without its query',
+    async (address) => {
+      const { result, warnings } = await send(`http://[${address}]:${peer.port}/x?token=SECRET`);
+      expect(result).toMatchObject({ blocked: true, statusCode: null });
+      expect(result.error).toMatch(/SSRF guard/);
+      expect(warnings).toEqual([expect.objectContaining({ url: `http://[${address}]:${peer.port}/x` })]);
+      expect(peer.requests).toHaveLength(0);
+    },
+  );
 
   it('when a listed CIDR holds the literal address, then the request goes through with the guard on', async () => {
     const { result } = await send(`http://127.0.0.1:${peer.port}/x`, ['127.0.0.0/8']);

@@ -774,7 +774,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request; a url with userinfo: `credentials go in headers or auth, not in the URL` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -802,7 +802,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The service key lacks the scope, or a user token on a service-key route */
+            /** @description The service key lacks the scope, or a user token on a service-key route; a user at MAX_ENDPOINTS_PER_USER: `Endpoint limit reached (N).` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1202,7 +1202,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request; a url with userinfo: `credentials go in headers or auth, not in the URL` */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
+import { shownUrl } from '../../../shared/http/url-display';
 import { ClientCertificate, createClientCertificateAgents } from './client-certificate-agents';
 import { EgressProxy, createEgressProxy } from './egress-proxy';
 import { AttemptTimeoutError, BlockedTargetError, EgressProxyAnswerError } from './errors';
@@ -147,7 +148,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
     const outcome = { statusCode: null, retryAfterMs: null, timedOut: false, response: null, durationMs: elapsed(started) };
     if (status === 407) return { ...outcome, blocked: false, proxyUnauthorized: true, error: 'egress proxy refused the worker\'s credentials: 407' };
     if (status === 403) {
-      options.logger?.warn({ url }, 'egress proxy refused a delivery target (403)');
+      options.logger?.warn({ url: shownUrl(url) }, 'egress proxy refused a delivery target (403)');
       return { ...outcome, blocked: true, proxyUnauthorized: false, error: 'egress proxy refused: 403' };
     }
     return { ...outcome, blocked: false, proxyUnauthorized: false, error: `egress proxy could not reach the target: ${status}` };
@@ -194,7 +195,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
         if (answered) return proxyAnswered(answered.statusCode, request.url, started);
         const timedOut = controller.signal.aborted;
         const blocked = findCause(error, BlockedTargetError);
-        if (blocked) options.logger?.warn({ url: request.url, host: blocked.host, address: blocked.address }, 'SSRF guard refused a delivery target');
+        if (blocked) options.logger?.warn({ url: shownUrl(request.url), host: blocked.host, address: blocked.address }, 'SSRF guard refused a delivery target');
         return {
           statusCode,
           retryAfterMs,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import { isTransactionConflict } from '../../../shared/db';
+import { shownUrl } from '../../../shared/http/url-display';
 import type { Metrics } from '../../../shared/metrics';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import { createAuthorizedSend } from './authorized-send';
@@ -152,7 +153,7 @@ export function createSendAttempt(
       nextAttemptAt,
       endpointId: delivery.endpointId,
       succeeded: decision.kind === 'succeeded',
-      goneReason: gone ? `410 Gone from ${delivery.url} at ${new Date().toISOString()}` : null,
+      goneReason: gone ? `410 Gone from ${shownUrl(delivery.url)} at ${new Date().toISOString()}` : null,
       // Every attempt used; a redelivery or recovery (one shot) was the operator's own try.
       exhausted: decision.kind === 'failed' && !decision.disableEndpoint && !delivery.oneShot && attemptNumber >= policy.maxAttempts,
       inLine: delivery.sequence !== null && !delivery.oneShot,

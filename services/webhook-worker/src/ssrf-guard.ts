@@ -42,8 +42,13 @@ for (const [network, prefix] of [
  * - `2002::/16` 6to4 (deprecated by RFC 7526): a relay delivers to the embedded IPv4 address.
  * - `2001::/32` Teredo: the client's address is embedded obfuscated, reached through a relay.
  * - `fec0::/10` site-local (deprecated by RFC 3879): private by definition, like `fc00::/7`.
- * - also discard-only `100::/64`, documentation `2001:db8::/32`, ULA `fc00::/7`, link-local
- *   `fe80::/10`, multicast `ff00::/8`.
+ * - `2001:10::/28` ORCHID (deprecated by RFC 7343) and `2001:20::/28` ORCHIDv2 (RFC 7343): the
+ *   registry calls ORCHIDv2 globally reachable, but both are identifiers, never locators, and
+ *   no host is reached at one.
+ * - also discard-only `100::/64`, the dummy prefix `100:0:0:1::/64` (RFC 9780), benchmarking
+ *   `2001:2::/48`, documentation `2001:db8::/32` and `3fff::/20` (RFC 9637), SRv6 SIDs `5f00::/16`
+ *   (RFC 9602), ULA `fc00::/7`, link-local `fe80::/10`, multicast `ff00::/8`.
+ * The rest of `2001::/23` (AMT, AS112, anycast services) is globally reachable and allowed.
  */
 const NON_PUBLIC_V6 = new BlockList();
 for (const [network, prefix] of [
@@ -51,9 +56,15 @@ for (const [network, prefix] of [
   ['::ffff:0:0:0', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],
+  ['100:0:0:1::', 64],
   ['2001::', 32],
+  ['2001:2::', 48],
+  ['2001:10::', 28],
+  ['2001:20::', 28],
   ['2001:db8::', 32],
   ['2002::', 16],
+  ['3fff::', 20],
+  ['5f00::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
   ['fec0::', 10],

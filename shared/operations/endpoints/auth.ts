@@ -1,4 +1,5 @@
 import type { EndpointAuth } from '../../db';
+import { shownUrl } from '../../http/url-display';
 import { InvalidEndpointError } from '../errors';
 import { MASKED } from './headers';
 import { originOf } from './origin';
@@ -101,6 +102,6 @@ function assertHttpUrl(url: string): void {
   } catch {
     parsed = undefined;
   }
-  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') throw new InvalidEndpointError(`auth.token_url: must be an http or https URL: ${url}`);
+  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') throw new InvalidEndpointError(`auth.token_url: must be an http or https URL: ${shownUrl(url)}`);
   if (parsed.username || parsed.password) throw new InvalidEndpointError('auth.token_url: no credentials in the URL; use client_id and client_secret.');
 }

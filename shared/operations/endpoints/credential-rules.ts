@@ -3,20 +3,33 @@ import { createPrivateAllowlist, type PrivateAllowlist } from '../../config/priv
 import type { EndpointAuth } from '../../db';
 import { InvalidEndpointError } from '../errors';
 
-/** The deployment's part in the endpoint rules: whether credentials must travel over https. */
+/** The deployment's part in the endpoint rules: whether credentials must travel over https, and how many endpoints a user may own. */
 export interface EndpointRules {
   /** NODE_ENV=production: an endpoint with `auth` needs https for `url` and `token_url`. */
   httpsForAuth: boolean;
   /** Hosts exempt from that (WEBHOOK_PRIVATE_ALLOWLIST: a listed hostname, or an IP literal in a listed CIDR). */
   allowlist: PrivateAllowlist;
+  /** MAX_ENDPOINTS_PER_USER: endpoints one user may own at once (operator endpoints are not counted). */
+  maxEndpointsPerUser: number;
 }
 
-/** Outside production: no https requirement. */
-export const DEVELOPMENT_RULES: EndpointRules = { httpsForAuth: false, allowlist: createPrivateAllowlist([]) };
+/** MAX_ENDPOINTS_PER_USER's default. */
+const DEFAULT_MAX_ENDPOINTS_PER_USER = 100;
+
+/** Outside production: no https requirement; the default endpoint limit. */
+export const DEVELOPMENT_RULES: EndpointRules = {
+  httpsForAuth: false,
+  allowlist: createPrivateAllowlist([]),
+  maxEndpointsPerUser: DEFAULT_MAX_ENDPOINTS_PER_USER,
+};
 
 /** The rules of a process's configuration. */
-export function endpointRulesOf(config: Pick<Config, 'nodeEnv' | 'webhookPrivateAllowlist'>): EndpointRules {
-  return { httpsForAuth: config.nodeEnv === 'production', allowlist: createPrivateAllowlist(config.webhookPrivateAllowlist) };
+export function endpointRulesOf(config: Pick<Config, 'nodeEnv' | 'webhookPrivateAllowlist' | 'maxEndpointsPerUser'>): EndpointRules {
+  return {
+    httpsForAuth: config.nodeEnv === 'production',
+    allowlist: createPrivateAllowlist(config.webhookPrivateAllowlist),
+    maxEndpointsPerUser: config.maxEndpointsPerUser,
+  };
 }
 
 /** An endpoint's credentials and where they go, as a create or a change leaves them. */

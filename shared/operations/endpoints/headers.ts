@@ -1,9 +1,10 @@
+import { MASKED } from '../../http/url-display';
 import { RESERVED_HEADER_NAMES } from '../../webhook/reserved-headers';
 import { DEFAULT_SIGNATURE_HEADER } from '../../webhook/signing';
 import { InvalidEndpointError } from '../errors';
 
 /** What a sensitive header's value reads as; sent back in a PATCH, it keeps the stored value. */
-export const MASKED = '********';
+export { MASKED };
 
 /** At most this many bytes of header names and values in all (docs/design.md §14). */
 const HEADERS_MAX_BYTES = 4096;

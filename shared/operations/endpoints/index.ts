@@ -10,6 +10,7 @@ export {
   type EndpointChanges,
   type NewEndpoint,
   type RotatedSecret,
+  USERINFO_REFUSED,
   assertEndpointUrl,
   createEndpoint,
   deleteEndpoint,

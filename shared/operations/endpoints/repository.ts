@@ -1,10 +1,11 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../../db';
+import { shownUrl, unmaskUrl } from '../../http/url-display';
 import { closeEpisode } from '../../deliveries/episodes';
 import { endDeliveriesOfDeletedEndpoint } from '../../deliveries/deleted-endpoint';
 import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
 import { Page, decodeCursor, toPage } from '../cursor';
-import { EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
+import { EndpointLimitError, EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
 import { assertKnownEventTypes } from '../event-catalog';
 import type { Viewer } from '../viewer';
 import { normalizeEndpointAuth } from './auth';
@@ -66,15 +67,22 @@ export interface RotatedSecret {
   previousSecretExpiresAt: Date;
 }
 
-/** @throws InvalidEndpointError for anything but an http(s) URL */
+/** The refusal of an endpoint URL with userinfo (docs/design.md §11): what it holds is a credential the URL would show. */
+export const USERINFO_REFUSED = 'credentials go in headers or auth, not in the URL';
+
+/**
+ * @throws InvalidEndpointError for anything but an http(s) URL, and {@link USERINFO_REFUSED} for
+ *   one with userinfo; the messages show the URL without userinfo and query
+ */
 export function assertEndpointUrl(url: string): void {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch (error) {
-    throw new InvalidEndpointError(`Invalid endpoint URL: ${url}`, { cause: error });
+    throw new InvalidEndpointError(`Invalid endpoint URL: ${shownUrl(url)}`, { cause: error });
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidEndpointError(`Endpoint URL must be http or https: ${url}`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidEndpointError(`Endpoint URL must be http or https: ${shownUrl(url)}`);
+  if (parsed.username !== '' || parsed.password !== '') throw new InvalidEndpointError(USERINFO_REFUSED);
 }
 
 /**
@@ -98,23 +106,44 @@ export async function createEndpoint(db: Database, input: NewEndpoint, rules: En
   const certificate = normalizeClientCertificate(input.clientCertificate ?? null, null);
   assertCredentialsFit({ url: input.url, headers, auth, clientCert: certificate?.cert ?? null }, rules);
   await assertKnownEventTypes(db, events);
-  const row = await db.models.WebhookEndpoint.create({
-    url: input.url,
-    secret: key.secret,
-    signatureScheme: scheme,
-    publicKey: key.publicKey,
-    events,
-    description: input.description ?? null,
-    userId: input.userId,
-    headers,
-    ordering: input.ordering ?? 'unordered',
-    rateLimitPerS: input.rateLimitPerS ?? null,
-    filter,
-    auth,
-    clientCert: certificate?.cert ?? null,
-    clientKey: certificate?.key ?? null,
+  const row = await db.sequelize.transaction(async (transaction) => {
+    if (input.userId !== null) await assertRoomForEndpoint(db, transaction, input.userId, rules.maxEndpointsPerUser);
+    return db.models.WebhookEndpoint.create(
+      {
+        url: input.url,
+        secret: key.secret,
+        signatureScheme: scheme,
+        publicKey: key.publicKey,
+        events,
+        description: input.description ?? null,
+        userId: input.userId,
+        headers,
+        ordering: input.ordering ?? 'unordered',
+        rateLimitPerS: input.rateLimitPerS ?? null,
+        filter,
+        auth,
+        clientCert: certificate?.cert ?? null,
+        clientKey: certificate?.key ?? null,
+      },
+      { transaction },
+    );
   });
   return { endpoint: presentEndpoint(row), secret: key.shown };
+}
+
+/**
+ * @throws EndpointLimitError when the user already owns `limit` endpoints (deleted ones aside).
+ * The user's row is locked first and the count is a statement of its own, read after the lock
+ * (READ COMMITTED takes a snapshot per statement): of creates racing for the last places, each
+ * counts the ones committed before it.
+ */
+async function assertRoomForEndpoint(db: Database, transaction: Transaction, userId: number, limit: number): Promise<void> {
+  await db.sequelize.query('SELECT 1 FROM users WHERE user_id = $1 FOR NO KEY UPDATE', { bind: [userId], type: QueryTypes.SELECT, transaction });
+  const [{ owned }] = await db.sequelize.query<{ owned: number }>(
+    'SELECT count(*)::int AS owned FROM webhook_endpoints WHERE user_id = $1 AND deleted_at IS NULL',
+    { bind: [userId], type: QueryTypes.SELECT, transaction },
+  );
+  if (owned >= limit) throw new EndpointLimitError(limit);
 }
 
 /** Endpoints the viewer may see, newest first, a page of `limit` after `cursor`. */
@@ -191,9 +220,11 @@ export async function updateEndpoint(
         ? undefined
         : normalizeClientCertificate(changes.clientCertificate, row.clientKey);
     if (changes.url !== undefined) assertCredentialsGivenAgain(row, changes.url, changes);
+    // The URL as shown gives each sensitive query value as "********": sent back, it keeps the stored one.
+    const url = changes.url === undefined ? row.url : unmaskUrl(changes.url, row.url);
     const clientCert = certificate === undefined ? row.clientCert : (certificate?.cert ?? null);
-    assertCredentialsFit({ url: changes.url ?? row.url, headers: headers ?? row.headers, auth, clientCert }, rules);
-    if (changes.url !== undefined) row.url = changes.url;
+    assertCredentialsFit({ url, headers: headers ?? row.headers, auth, clientCert }, rules);
+    row.url = url;
     if (headers) row.headers = headers;
     row.auth = auth;
     if (certificate !== undefined) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { WebhookEndpoint } from '../../db';
+import { maskedQueryNames, maskedUrl } from '../../http/url-display';
 import { Ed25519KeyPair, generateEd25519KeyPair, isEd25519PublicKey, isEd25519SecretKey, parseEd25519SecretKey } from '../../webhook/ed25519';
 import { signStandard } from '../../webhook/signing';
 import { InvalidEndpointError } from '../errors';
@@ -67,7 +68,15 @@ const MASKED_CREDENTIALS: readonly ((row: WebhookEndpoint, changes: EndpointChan
   (row, changes) => maskedHeadersKept(row.headers ?? {}, changes.headers),
   (row, changes) => maskedAuthKept(row.auth, changes.auth),
   (row, changes) => maskedKeyKept(row.clientKey, changes.clientCertificate),
+  (row, changes) => maskedQueryKept(row.url, changes.url),
 ];
+
+/** Stored sensitive query values of the URL that a new URL gives as `********`. */
+function maskedQueryKept(stored: string, given: string | undefined): string[] {
+  if (given === undefined) return [];
+  const storedMasked = new Set(maskedQueryNames(maskedUrl(stored)));
+  return [...new Set(maskedQueryNames(given))].filter((name) => storedMasked.has(name)).map((name) => `url query parameter ${name}`);
+}
 
 /**
  * docs/design.md §14 revision 4: a move of `url` to another origin (scheme, host and port, as the URL

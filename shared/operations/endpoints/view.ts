@@ -1,4 +1,5 @@
 import type { EndpointAuth, WebhookEndpoint } from '../../db';
+import { maskedUrl } from '../../http/url-display';
 import { type EndpointAuthView, presentAuth } from './auth';
 import { type ClientCertificateView, presentClientCertificate } from './client-certificate';
 import { presentHeaders } from './headers';
@@ -41,7 +42,7 @@ export type SignatureScheme = 'hmac-sha256' | 'ed25519';
 export function presentEndpoint(row: WebhookEndpoint): EndpointView {
   return {
     id: row.id,
-    url: row.url,
+    url: maskedUrl(row.url),
     events: row.events,
     description: row.description,
     active: row.active,
@@ -73,7 +74,7 @@ export type EndpointRow = Omit<EndpointView, 'created_at' | 'updated_at' | 'auth
 export function presentEndpointRow(row: EndpointRow): EndpointView {
   return {
     id: row.id,
-    url: row.url,
+    url: maskedUrl(row.url),
     events: row.events,
     description: row.description,
     active: row.active,

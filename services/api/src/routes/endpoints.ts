@@ -3,6 +3,7 @@ import type { Database } from '../../../../shared/db';
 import {
   EndpointNotFoundError,
   type EndpointRules,
+  USERINFO_REFUSED,
   createEndpoint,
   deleteEndpoint,
   getEndpoint,
@@ -58,6 +59,18 @@ type IdParams = { Params: { id: string } };
 const TAGS = ['endpoints'];
 
 /**
+ * The error answers of a create (`create: true`) or a change: the common ones, with what the
+ * endpoint's own rules add (docs/design.md §11): a url with userinfo is a 400, and a create by a
+ * user who owns MAX_ENDPOINTS_PER_USER endpoints a 403.
+ */
+function endpointWriteErrors(create: boolean, ...statuses: number[]): Record<number, object> {
+  const responses = errorResponses(403, ...statuses) as Record<number, { description: string }>;
+  responses[400] = { ...responses[400], description: `${responses[400].description}; a url with userinfo: \`${USERINFO_REFUSED}\`` };
+  if (create) responses[403] = { ...responses[403], description: `${responses[403].description}; a user at MAX_ENDPOINTS_PER_USER: \`Endpoint limit reached (N).\`` };
+  return responses;
+}
+
+/**
  * The endpoint routes of docs/design.md §11 under /api/v1, for operators (service keys with the
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
  * change, delete, rotate-secret, test, recover, replay and stats (with its series for charts).
@@ -88,7 +101,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
               secret: { type: 'string', description: 'Shown only here and on rotation; for ed25519 the `whpk_` public key (the private key is never shown).' },
             },
           },
-          ...errorResponses(403),
+          ...endpointWriteErrors(true),
         },
       },
     },
@@ -161,7 +174,7 @@ export const endpointRoutes: FastifyPluginAsync<EndpointRoutesOptions> = async (
         security: SECURITY,
         params: endpointParams,
         body: updateEndpointBody,
-        response: { 200: endpointObject, ...errorResponses(403, 404) },
+        response: { 200: endpointObject, ...endpointWriteErrors(false, 404) },
       },
     },
     async (request) =>

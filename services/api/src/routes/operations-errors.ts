@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyRequest, preValidationAsyncHookHandler } from 'fastify';
 import {
   EndpointDisabledError,
+  EndpointLimitError,
   EndpointNotFoundError,
   EventTypeExistsError,
   InvalidCursorError,
@@ -18,7 +19,7 @@ import { Scope, requireServiceScope, visibilityFor } from '../plugins/principal'
  * The error handler of the operations routes: maps the domain errors of shared/operations
  * and shared/queue to client-safe ApiErrors; rethrown, they reach the layout's own error
  * handler, which answers in the layout's shape (A `{status,message}`, B `{message}`).
- * 400 invalid, 404 unknown or another principal's, 409 conflicting state, 503 queue away.
+ * 400 invalid, 403 a user's endpoint limit reached, 404 unknown or another principal's, 409 conflicting state, 503 queue away.
  */
 export async function handleOperationsError(error: FastifyError): Promise<never> {
   if (error.validation || error.code === 'FST_ERR_VALIDATION') throw new ApiError(400, error.message, { cause: error });
@@ -34,6 +35,7 @@ export async function handleOperationsError(error: FastifyError): Promise<never>
   ) {
     throw new ApiError(400, error.message, { cause: error });
   }
+  if (error instanceof EndpointLimitError) throw new ApiError(403, error.message, { cause: error });
   if (error instanceof DeliveryNotFoundError) throw new ApiError(404, 'Webhook delivery not found.', { cause: error });
   if (error instanceof EndpointNotFoundError) throw new ApiError(404, 'Endpoint not found.', { cause: error });
   if (error instanceof DeliveryInProgressError || error instanceof EndpointDisabledError || error instanceof EventTypeExistsError) {

@@ -4,6 +4,7 @@ import { chainGuards, createAuthHook, LAYOUT_A_UNAUTHORIZED } from '../../plugin
 import { createQuotaHook } from '../../plugins/quota';
 import { registerIdempotency } from '../../plugins/idempotency';
 import { createRateLimitGuard } from '../../plugins/rate-limit';
+import { postsRouteTest } from '../../plugins/route-rules';
 import type { Layout } from '../api-routes';
 import { postsRoutesA } from './posts-routes';
 
@@ -20,7 +21,7 @@ export const layoutA: Layout = {
   postsRoutes: postsRoutesA,
   plugin: async (app, { routes, config, posts, postReader, images, credentials, rateLimitCompanion }) => {
     await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
-    const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
+    const isPostsRoute = postsRouteTest(app.prefix);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
     const rateLimit = createRateLimitGuard(app, {
       perMinute: config.rateLimitPerMin,
@@ -32,7 +33,7 @@ export const layoutA: Layout = {
       createAuthHook({
         store: credentials,
         unauthorizedBody: LAYOUT_A_UNAUTHORIZED,
-        serviceKeysAllowed: (request) => !postsPath.test(request.url),
+        serviceKeysAllowed: (request) => !isPostsRoute(request),
         rateLimit,
       }),
       createQuotaHook(app.db.sequelize, config.quotaPeriodS),
@@ -41,7 +42,7 @@ export const layoutA: Layout = {
     app.setNotFoundHandler(
       {
         preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
-          if (postsPath.test(request.url)) return authenticate(request, reply);
+          if (isPostsRoute(request)) return authenticate(request, reply);
           return rateLimit?.(request, reply);
         },
       },

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createAuthHook, LAYOUT_B_UNAUTHORIZED } from '../../plugins/auth';
 import { registerIdempotency } from '../../plugins/idempotency';
 import { createRateLimitGuard } from '../../plugins/rate-limit';
+import { postsRouteTest } from '../../plugins/route-rules';
 import type { Layout } from '../api-routes';
 import { postsRoutesB } from './posts-routes';
 
@@ -18,20 +19,20 @@ export const layoutB: Layout = {
   postsRoutes: postsRoutesB,
   plugin: async (app, { routes, config, posts, postReader, images, credentials }) => {
     await app.register(formbody);
-    const postsPath = new RegExp(`^${app.prefix}/posts(?:[/?]|$)`);
+    const isPostsRoute = postsRouteTest(app.prefix);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
     const rateLimit = createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutB.errorBody });
     const authenticate = createAuthHook({
       store: credentials,
       unauthorizedBody: LAYOUT_B_UNAUTHORIZED,
-      serviceKeysAllowed: (request) => !postsPath.test(request.url),
+      serviceKeysAllowed: (request) => !isPostsRoute(request),
       rateLimit,
     });
 
     app.setNotFoundHandler(
       {
         preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
-          if (postsPath.test(request.url)) return authenticate(request, reply);
+          if (isPostsRoute(request)) return authenticate(request, reply);
           return rateLimit?.(request, reply);
         },
       },
