@@ -15,11 +15,15 @@ import { findById, findByIds, keyOf, keyOfId, keyRange, keysAt } from '../../../
 export interface ClaimedDelivery {
   id: string;
   endpointId: number | null;
+  /**
+   * Where this attempt goes: the endpoint's URL as it is now (attempts follow their endpoint,
+   * docs/design.md §6), or an ad-hoc delivery's own (also a delivery whose endpoint row is gone).
+   */
   url: string;
   method: string;
   /** The exact bytes to send, from its event (docs/design.md §3); null when that event row is missing. */
   body: string | null;
-  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers (docs/design.md §14). */
+  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers as they are now (docs/design.md §14). */
   headers: Record<string, string>;
   secret: string | null;
   algo: HmacAlgo;
@@ -40,8 +44,11 @@ export interface ClaimedDelivery {
   sequence: string | null;
   /** The endpoint's `rate_limit_per_s` (docs/design.md §14); null: none. */
   rateLimitPerS: number | null;
-  /** The endpoint's URL now (a delivery keeps the one it was made for): its credentials go to this origin only. */
-  endpointUrl: string | null;
+  /**
+   * The endpoint's `origin_epoch` now, which the attempt carries: its answer counts for the
+   * endpoint's health only while the endpoint is still at this epoch; null without an endpoint row.
+   */
+  originEpoch: number | null;
   /** The endpoint's OAuth2 client credentials (docs/design.md §14, revision 4); null: none. */
   auth: EndpointAuth | null;
   /** The endpoint's PEM client certificate and key for mutual TLS; null: none. */
@@ -62,6 +69,10 @@ export interface AttemptRecord {
   /** The delivery's `created_at` ({@link ClaimedDelivery.createdAt}): the attempt row's partition key. */
   deliveryCreatedAt: Date;
   attemptNumber: number;
+  /** Where the attempt went ({@link ClaimedDelivery.url}); it becomes the delivery's `url`. */
+  url: string;
+  /** The origin epoch the attempt started with ({@link ClaimedDelivery.originEpoch}). */
+  originEpoch: number | null;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -132,10 +143,11 @@ export interface DeliveryStore {
   recordAttempt(record: AttemptRecord): Promise<RecordResult>;
   /**
    * The endpoint's circuit opened: `endpoint.failing`, the first time in its open episode
-   * (shared/deliveries/episodes.ts `announceFailing`).
+   * (shared/deliveries/episodes.ts `announceFailing`), unless the endpoint moved to another
+   * origin since the attempt that opened it started (`originEpoch`).
    * @returns the deliveries of the event (queue them); none when it was announced already
    */
-  circuitOpened(endpointId: number): Promise<string[]>;
+  circuitOpened(endpointId: number, originEpoch: number | null): Promise<string[]>;
   /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
   failWithoutAttempt(deliveryId: string, reason: string): Promise<void>;
 }
@@ -145,7 +157,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     id: row.id,
     createdAt: row.created_at,
     endpointId: row.endpoint_id,
-    url: row.url,
+    url: row.endpoint_id !== null && row.endpoint_url !== null ? row.endpoint_url : row.url,
     method: row.method,
     body: row.body,
     headers: { ...row.endpoint_headers, ...row.headers },
@@ -160,7 +172,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     oneShot: row.one_shot,
     sequence: row.sequence,
     rateLimitPerS: row.endpoint_rate_limit_per_s,
-    endpointUrl: row.endpoint_url,
+    originEpoch: row.endpoint_origin_epoch,
     auth: row.endpoint_auth,
     clientCertificate: row.endpoint_client_cert !== null && row.endpoint_client_key !== null ? { cert: row.endpoint_client_cert, key: row.endpoint_client_key } : null,
   };
@@ -231,6 +243,8 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         batch.map((record) => record.endpointId),
         batch.map((record) => record.deliveryCreatedAt),
         ...keysAt(batch.map((record) => record.deliveryCreatedAt)),
+        batch.map((record) => record.url),
+        batch.map((record) => record.originEpoch),
       ],
     });
     const found = new Map(done.map((row) => [row.id, row.episode_id]));
@@ -283,7 +297,9 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
       // Only the transaction that wrote the last attempt announces it, once.
       const exhausted = record.exhausted && row.attempted ? await announceExhausted(sequelize, transaction, record.deliveryId) : [];
-      const disabled = gone ? await disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS }, transaction) : { noticeIds: [], disabledReason: null };
+      const disabled = gone
+        ? await disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS, originEpoch: record.originEpoch }, transaction)
+        : { noticeIds: [], disabledReason: null };
       return { row, result: { noticeIds: [...disabled.noticeIds, ...exhausted.map((job) => job.deliveryId)], disabledReason: disabled.disabledReason } };
     });
   }
@@ -350,6 +366,8 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         record.deliveryCreatedAt,
         // The row's own key, as claimed: a legacy row's lies in the legacy partition whatever its id reads as.
         record.deliveryCreatedAt,
+        record.url,
+        record.originEpoch,
       ];
       const { endpointId } = record;
       const { row, result } = await writeRecord(record, values);
@@ -359,12 +377,12 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       if (!row.disable_due || endpointId === null || record.goneReason !== null) return result;
       // Rare, so a transaction of its own after the record: should the process die between
       // the two, the endpoint's next failed attempt finds the disable due again.
-      const disabled = await disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS });
+      const disabled = await disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS, originEpoch: record.originEpoch });
       return { noticeIds: [...result.noticeIds, ...disabled.noticeIds], disabledReason: disabled.disabledReason };
     },
 
-    async circuitOpened(endpointId) {
-      return (await announceFailing(sequelize, endpointId)).map((job) => job.deliveryId);
+    async circuitOpened(endpointId, originEpoch) {
+      return (await announceFailing(sequelize, endpointId, originEpoch)).map((job) => job.deliveryId);
     },
 
     async failWithoutAttempt(deliveryId, reason) {

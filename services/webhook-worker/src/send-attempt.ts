@@ -144,6 +144,8 @@ export function createSendAttempt(
       deliveryId: delivery.id,
       deliveryCreatedAt: delivery.createdAt,
       attemptNumber,
+      url: delivery.url,
+      originEpoch: delivery.originEpoch,
       statusCode: result.statusCode,
       error: result.error,
       durationMs: result.durationMs,
