@@ -38,9 +38,10 @@ export function createAuthorizedSend(options: AuthorizedSendOptions): Authorized
     const started = performance.now();
     const deadline = started + timeoutMs;
     const endpointId = delivery.endpointId;
-    if (endpointId === null || (!delivery.auth && !delivery.clientCertificate)) {
-      return sender.send(request);
-    }
+    if (endpointId === null) return sender.send(request);
+    // Its credentials changed to none: a token cached for the old ones is of no more use.
+    if (!delivery.auth) tokens.forget(endpointId);
+    if (!delivery.auth && !delivery.clientCertificate) return sender.send(request);
     const certificate = delivery.clientCertificate && clientCertificateOf(endpointId, delivery.clientCertificate);
     const outgoing = { ...request, deadline, ...(certificate ? { clientCertificate: certificate } : {}) };
     const { auth } = delivery;
