@@ -18,6 +18,8 @@ export interface RecordRow {
   attempted: boolean;
   /** A success's endpoint has this episode open: close it. */
   open_episode: string | null;
+  /** The endpoint's `origin_epoch` now (null: no endpoint row): the attempt's own, unless it moved meanwhile. */
+  origin_epoch: number | null;
 }
 
 // Data-modifying CTEs always run, so the attempt, the endpoint's failure episode and the
@@ -52,7 +54,8 @@ export const RECORD = {
   )
   SELECT COALESCE((SELECT ${DISABLES} FROM webhook_endpoints e WHERE e.id = $12::int AND e.origin_epoch = $16::int), false) AS disable_due,
          EXISTS (SELECT 1 FROM delivery) AS found, EXISTS (SELECT 1 FROM attempt) AS attempted,
-         (SELECT e.episode_id FROM webhook_endpoints e WHERE e.id = $12::int AND e.origin_epoch = $16::int AND $9::boolean) AS open_episode`,
+         (SELECT e.episode_id FROM webhook_endpoints e WHERE e.id = $12::int AND e.origin_epoch = $16::int AND $9::boolean) AS open_episode,
+         (SELECT e.origin_epoch FROM webhook_endpoints e WHERE e.id = $12::int) AS origin_epoch`,
 };
 
 // The common case, a 2xx, for a batch of attempts at once: $1..$7 and $10, $11 one array
@@ -77,7 +80,7 @@ export const RECORD_SUCCESSES = {
     SELECT r.delivery_id, r.attempt_number, r.status_code, r.duration_ms, r.response_body, r.delivery_created_at, r.url FROM r JOIN done ON done.id = r.delivery_id
     ON CONFLICT (delivery_id, attempt_number, delivery_created_at) DO NOTHING
   )
-  SELECT done.id, e.episode_id FROM done JOIN r ON r.delivery_id = done.id
-    LEFT JOIN webhook_endpoints e ON e.id = r.endpoint_id AND e.origin_epoch = r.origin_epoch`,
+  SELECT done.id, CASE WHEN e.origin_epoch = r.origin_epoch THEN e.episode_id END AS episode_id, e.origin_epoch
+    FROM done JOIN r ON r.delivery_id = done.id LEFT JOIN webhook_endpoints e ON e.id = r.endpoint_id`,
 };
 

@@ -106,6 +106,11 @@ export interface RecordResult {
   noticeIds: string[];
   /** The endpoint was disabled by this record: its reason; else null. */
   disabledReason: string | null;
+  /**
+   * The endpoint's `origin_epoch` as the record found it (null: no endpoint row): another than
+   * the attempt's means the endpoint moved to another origin meanwhile, and the answer is not its.
+   */
+  originEpoch: number | null;
 }
 
 export interface DeliveryStore {
@@ -230,9 +235,9 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
 
-  /** Per success recorded, its endpoint's open episode (null: none). */
-  const successes = createGroupCommit<AttemptRecord, { openEpisode: string | null }>(async (batch) => {
-    const done = await rawQuery<{ id: string; episode_id: string | null }>(sequelize, {
+  /** Per success recorded, its endpoint's open episode (null: none) and its origin epoch now. */
+  const successes = createGroupCommit<AttemptRecord, { openEpisode: string | null; originEpoch: number | null }>(async (batch) => {
+    const done = await rawQuery<{ id: string; episode_id: string | null; origin_epoch: number | null }>(sequelize, {
       ...RECORD_SUCCESSES,
       values: [
         batch.map((record) => record.deliveryId),
@@ -247,12 +252,13 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         batch.map((record) => record.originEpoch),
       ],
     });
-    const found = new Map(done.map((row) => [row.id, row.episode_id]));
-    return batch.map((record) =>
-      found.has(record.deliveryId)
-        ? { ok: true as const, value: { openEpisode: found.get(record.deliveryId) ?? null } }
-        : { ok: false as const, error: new DeliveryGoneError(record.deliveryId) },
-    );
+    const found = new Map(done.map((row) => [row.id, row]));
+    return batch.map((record) => {
+      const row = found.get(record.deliveryId);
+      return row
+        ? { ok: true as const, value: { openEpisode: row.episode_id, originEpoch: row.origin_epoch } }
+        : { ok: false as const, error: new DeliveryGoneError(record.deliveryId) };
+    });
   }, { retryAlone: (error) => !postponesAttempt(error), lingerMs: SUCCESS_LINGER_MS });
 
   /** Episodes this process is closing, by endpoint and episode: the successes of one batch close each once. */
@@ -290,7 +296,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     if (!gone && !record.exhausted) {
       const [row] = await rawQuery<RecordRow>(sequelize, { ...RECORD, values });
       if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
-      return { row, result: { noticeIds: [], disabledReason: null } };
+      return { row, result: { noticeIds: [], disabledReason: null, originEpoch: row.origin_epoch } };
     }
     return sequelize.transaction(async (transaction) => {
       const [row] = await sequelize.query<RecordRow>(RECORD.text, { bind: values, type: QueryTypes.SELECT, transaction });
@@ -300,7 +306,8 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       const disabled = gone
         ? await disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS, originEpoch: record.originEpoch }, transaction)
         : { noticeIds: [], disabledReason: null };
-      return { row, result: { noticeIds: [...disabled.noticeIds, ...exhausted.map((job) => job.deliveryId)], disabledReason: disabled.disabledReason } };
+      const noticeIds = [...disabled.noticeIds, ...exhausted.map((job) => job.deliveryId)];
+      return { row, result: { noticeIds, disabledReason: disabled.disabledReason, originEpoch: row.origin_epoch } };
     });
   }
 
@@ -346,9 +353,9 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
 
     async recordAttempt(record) {
       if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) {
-        const { openEpisode } = await successes.submit(record, { atOnce: record.inLine === true });
-        if (openEpisode === null || record.endpointId === null) return { noticeIds: [], disabledReason: null };
-        return { noticeIds: await endEpisode(record.endpointId, openEpisode, record.statusCode), disabledReason: null };
+        const { openEpisode, originEpoch } = await successes.submit(record, { atOnce: record.inLine === true });
+        if (openEpisode === null || record.endpointId === null) return { noticeIds: [], disabledReason: null, originEpoch };
+        return { noticeIds: await endEpisode(record.endpointId, openEpisode, record.statusCode), disabledReason: null, originEpoch };
       }
       const values = [
         record.deliveryId,
@@ -378,7 +385,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       // Rare, so a transaction of its own after the record: should the process die between
       // the two, the endpoint's next failed attempt finds the disable due again.
       const disabled = await disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS, originEpoch: record.originEpoch });
-      return { noticeIds: [...result.noticeIds, ...disabled.noticeIds], disabledReason: disabled.disabledReason };
+      return { noticeIds: [...result.noticeIds, ...disabled.noticeIds], disabledReason: disabled.disabledReason, originEpoch: result.originEpoch };
     },
 
     async circuitOpened(endpointId, originEpoch) {
