@@ -66,7 +66,7 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
 
     const results = await Promise.all(ids.map((id) => store.recordAttempt(success(id, endpoint.id, `answer of ${id}`))));
 
-    expect(results).toEqual(ids.map(() => ({ noticeIds: [], disabledReason: null })));
+    expect(results).toEqual(ids.map(() => ({ noticeIds: [], disabledReason: null, originEpoch: 0 })));
     const rows = await deliveryRows(producer.db);
     for (const row of rows) {
       expect(row).toMatchObject({ status: 'succeeded', attempts: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null });
