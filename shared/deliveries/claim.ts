@@ -7,7 +7,8 @@ import type { HmacAlgo } from '../webhook/signing';
  * The worker's claim of a batch of deliveries (docs/design.md §3, §6): `pending` (or a stalled
  * `delivering`) rows whose time has come and that no earlier delivery of their FIFO line holds
  * back become `delivering`, read with their event's body and their endpoint's signing and
- * sending settings.
+ * sending settings as they are now (its URL, headers and credentials: attempts follow their
+ * endpoint, docs/design.md §6) and its origin epoch.
  */
 
 /** A row of {@link claimStatement}. */
@@ -36,6 +37,7 @@ export interface ClaimRow {
   endpoint_auth: EndpointAuth | null;
   endpoint_client_cert: string | null;
   endpoint_client_key: string | null;
+  endpoint_origin_epoch: number | null;
 }
 
 /**
@@ -73,6 +75,7 @@ const CLAIM_BATCH = {
   )
   SELECT d.*, COALESCE(d.legacy_body, ev.body) AS body, e.secret AS endpoint_secret, e.headers AS endpoint_headers, e.rate_limit_per_s AS endpoint_rate_limit_per_s,
          e.active AS endpoint_active, e.url AS endpoint_url, e.auth AS endpoint_auth, e.client_cert AS endpoint_client_cert, e.client_key AS endpoint_client_key,
+         e.origin_epoch AS endpoint_origin_epoch,
          CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END AS endpoint_previous_secret
     FROM d LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
       LEFT JOIN webhook_events ev ON ev.id = d.event_id AND ${keyRange('ev.created_at', '$3', '$4')}`,

@@ -36,7 +36,7 @@ const DISABLE = `
          disabled_reason = COALESCE($2::text, 'No successful attempt since '
            || to_char(e.failing_since AT TIME ZONE 'UTC', ${ISO_UTC}) || ' (WEBHOOK_DISABLE_AFTER_S=' || $3::int
            || '); disabled at ' || to_char(now() AT TIME ZONE 'UTC', ${ISO_UTC}))
-   WHERE e.id = $1 AND ${disablesEndpoint('e', { succeeded: 'false', goneReason: '$2::text', disableAfterS: '$3::int' })}
+   WHERE e.id = $1 AND ($4::int IS NULL OR e.origin_epoch = $4) AND ${disablesEndpoint('e', { succeeded: 'false', goneReason: '$2::text', disableAfterS: '$3::int' })}
   RETURNING ${EPISODE_COLUMNS('e')}, e.disabled_reason, e.updated_at`;
 
 /** What {@link disableEndpoint} did. */
@@ -54,18 +54,20 @@ export interface DisableResult {
  * `endpointEventData`, `reason` the `disabled_reason`) and `disabled_at`.
  *
  * @param input.goneReason - the 410 Gone reason, or null for a disable by time
+ * @param input.originEpoch - the origin epoch the failed attempt started with: an endpoint
+ *   that moved to another origin since is not disabled; null: whatever its epoch
  * @param input.disableAfterS - WEBHOOK_DISABLE_AFTER_S
  * @param transaction - the transaction to write in (one that recorded the attempt); else its own
  * @throws the database's errors (nothing is written then)
  */
 export async function disableEndpoint(
   sequelize: Sequelize,
-  input: { endpointId: number; goneReason: string | null; disableAfterS: number },
+  input: { endpointId: number; goneReason: string | null; disableAfterS: number; originEpoch: number | null },
   transaction?: Transaction,
 ): Promise<DisableResult> {
   if (!transaction) return sequelize.transaction((own) => disableEndpoint(sequelize, input, own));
   const [endpoint] = await sequelize.query<EpisodeRow & { disabled_reason: string; updated_at: Date }>(DISABLE, {
-    bind: [input.endpointId, input.goneReason, input.disableAfterS],
+    bind: [input.endpointId, input.goneReason, input.disableAfterS, input.originEpoch],
     type: QueryTypes.SELECT,
     transaction,
   });

@@ -79,7 +79,8 @@ export function endpointEventData(row: EpisodeRow, reason: string): Record<strin
 
 const MARK_FAILING = `
   UPDATE webhook_endpoints e SET episode_events = array_append(e.episode_events, 'endpoint.failing')
-   WHERE e.id = $1 AND e.active AND e.episode_id IS NOT NULL AND NOT ('endpoint.failing' = ANY(e.episode_events))
+   WHERE e.id = $1 AND ($2::int IS NULL OR e.origin_epoch = $2) AND e.active AND e.episode_id IS NOT NULL
+     AND NOT ('endpoint.failing' = ANY(e.episode_events))
   RETURNING ${EPISODE_COLUMNS('e')}`;
 
 /**
@@ -87,13 +88,15 @@ const MARK_FAILING = `
  * the open episode it is written, with the mark that it was, in one transaction; any later
  * opening in the episode (a failed probe, a circuit Redis forgot and opened again, another
  * worker's) writes nothing. An endpoint with no open episode (a success came between) or
- * inactive gets nothing either.
+ * inactive gets nothing either, nor one that moved to another origin since the circuit's
+ * attempts started (its `origin_epoch` is no longer `originEpoch`).
  *
+ * @param originEpoch - the origin epoch of the circuit that opened; null: whatever the endpoint's
  * @returns the jobs of the event's deliveries, to add once this returned (committed)
  */
-export async function announceFailing(sequelize: Sequelize, endpointId: number): Promise<DeliveryJob[]> {
+export async function announceFailing(sequelize: Sequelize, endpointId: number, originEpoch: number | null): Promise<DeliveryJob[]> {
   return sequelize.transaction(async (transaction) => {
-    const [row] = await sequelize.query<EpisodeRow>(MARK_FAILING, { bind: [endpointId], type: QueryTypes.SELECT, transaction });
+    const [row] = await sequelize.query<EpisodeRow>(MARK_FAILING, { bind: [endpointId, originEpoch], type: QueryTypes.SELECT, transaction });
     if (!row) return [];
     const reason = `circuit opened after ${row.consecutive_failures} consecutive failed attempt${row.consecutive_failures === 1 ? '' : 's'}`;
     return insertOperationalEvent(sequelize, transaction, 'endpoint.failing', { id: row.id, userId: row.user_id }, endpointEventData(row, reason));

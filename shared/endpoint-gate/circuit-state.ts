@@ -14,16 +14,44 @@ export const CIRCUIT_MEMORY_MS = 86_400_000;
 /**
  * Reads an endpoint's circuit without changing it: `open` until its reopening time,
  * `half_open` from then until a probe attempt closes or reopens it, `closed` otherwise (also
- * when Redis holds nothing for it). One HGET, in the endpoint's partition under `partitions`.
+ * when Redis holds nothing for it, or only the state of an origin the endpoint has left: a
+ * circuit of an older origin epoch than `originEpoch`). One HMGET, in the endpoint's partition
+ * under `partitions`.
  *
  * @param prefix - REDIS_PREFIX (`config.redisPrefix`)
  * @param endpointId - a webhook_endpoints id
  * @param partitions - WEBHOOK_QUEUE_PARTITIONS; default 1
+ * @param originEpoch - the endpoint's `origin_epoch`; default 0
  */
-export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, partitions = 1): Promise<CircuitState> {
+export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, partitions = 1, originEpoch = 0): Promise<CircuitState> {
   const gateKey = `e:${endpointId}`;
-  const until = await redis.hget(gateKeys(prefix, gateKey, partitionOf(gateKey, partitions)).circuit, 'until');
+  const [until, epoch] = await redis.hmget(gateKeys(prefix, gateKey, partitionOf(gateKey, partitions)).circuit, 'until', 'epoch');
+  if (Number(epoch ?? 0) < originEpoch) return 'closed';
   return stateAt(Number(until ?? 0), Date.now());
+}
+
+/**
+ * Closes the circuit of an endpoint that moved to another origin (docs/design.md §6): in every
+ * partition given, its state is replaced by its new origin epoch alone, so the late answers of
+ * the origin it left count for nothing. Should this be lost (Redis away), the worker's first
+ * claimed attempt at the new epoch resets the circuit itself. One MULTI per partition.
+ *
+ * @param partitions - every partition that may hold the endpoint's keys (WebhookQueue `partitions()`)
+ * @param originEpoch - the endpoint's `origin_epoch` after the move
+ * @throws the connection's error while Redis is away
+ */
+export async function closeCircuitOfMovedEndpoint(
+  redis: RedisClient,
+  prefix: string,
+  endpointId: number,
+  partitions: readonly number[],
+  originEpoch: number,
+): Promise<void> {
+  const gateKey = `e:${endpointId}`;
+  for (const partition of partitions) {
+    const keys = gateKeys(prefix, gateKey, partition);
+    await redis.multi().del(keys.circuit).hset(keys.circuit, 'epoch', originEpoch).pexpire(keys.circuit, CIRCUIT_MEMORY_MS).zrem(keys.index, gateKey).exec();
+  }
 }
 
 /**

@@ -67,11 +67,15 @@ export interface DeliveryGate {
    * The caller holds the claim of its delivery, whose place in its endpoint's line the gate
    * records (`unordered` and `head` set the gate key's ordering; `head` names the token the head).
    *
+   * The circuit carries the origin epoch its state is of (docs/design.md §6): one older than
+   * `originEpoch` (the endpoint moved to another origin since) is reset and ignored.
+   *
    * @param token - the lease holder, unique per attempt (the job id)
    * @param options - `holdsRateSlot`: the token runs at the rate-limit slot it reserved earlier
-   *   (default false); `place`: the claimed delivery's {@link LinePlace} (default `unordered`)
+   *   (default false); `place`: the claimed delivery's {@link LinePlace} (default `unordered`);
+   *   `originEpoch`: its endpoint's `origin_epoch` as claimed (default null: none, an ad-hoc delivery)
    */
-  acquire(gateKey: string, token: string, options?: { holdsRateSlot?: boolean; place?: LinePlace }): Promise<GateDecision>;
+  acquire(gateKey: string, token: string, options?: { holdsRateSlot?: boolean; place?: LinePlace; originEpoch?: number | null }): Promise<GateDecision>;
   /**
    * One script: returns the lease and reports the attempt. `failure` (timeout, connection
    * error, 5xx, 429) counts towards opening, or reopens after a failed probe for twice as
@@ -79,10 +83,15 @@ export interface DeliveryGate {
    * attempt made) only returns the lease. Then, unless the circuit is open or probing, it
    * takes as many parked tokens, oldest first, as there are free leases (one while half-open).
    *
+   * The verdict of an attempt that started with an older origin epoch than the circuit's (its
+   * endpoint moved to another origin meanwhile) counts for nothing; one of a newer epoch
+   * resets the circuit first.
+   *
    * @param next - the FIFO delivery that comes next, once the token's ended: the gate records it
    *   as the line's head, so it asks like one (none: the record stays)
+   * @param originEpoch - the endpoint's `origin_epoch` the attempt started with (default null: unknown, or ad-hoc)
    */
-  release(gateKey: string, token: string, verdict: AttemptVerdict, next?: string): Promise<GateRelease>;
+  release(gateKey: string, token: string, verdict: AttemptVerdict, next?: string, originEpoch?: number | null): Promise<GateRelease>;
   /**
    * Records that the gate key's deliveries form a FIFO line, whose head the gate does not know:
    * a job it let through found an earlier delivery unfinished (the endpoint became FIFO). One
@@ -146,7 +155,7 @@ export function createDeliveryGates(
   // Each script's keys per gate key, in the order its header lists them (lua/acquire.lua, lua/release.lua).
   const acquireKeys = (gateKey: string, partition: number) => {
     const keys = gateKeys(options.prefix, gateKey, partition);
-    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts, keys.line];
+    return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts, keys.line, keys.index];
   };
   const releaseKeys = (gateKey: string, partition: number) => {
     const keys = gateKeys(options.prefix, gateKey, partition);
@@ -155,8 +164,9 @@ export function createDeliveryGates(
   const parkedTtlMs = options.parkedTtlMs ?? 600_000;
   const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
 
-  type Acquire = { gateKey: string; partition: number; token: string; holdsRateSlot: boolean; place: LinePlace | 'unclaimed' };
-  type Release = { gateKey: string; partition: number; token: string; verdict: AttemptVerdict; next: string };
+  type Acquire = { gateKey: string; partition: number; token: string; holdsRateSlot: boolean; place: LinePlace | 'unclaimed'; originEpoch: number | null };
+  type Release = { gateKey: string; partition: number; token: string; verdict: AttemptVerdict; next: string; originEpoch: number | null };
+  const epochArg = (epoch: number | null) => (epoch === null ? '' : String(epoch));
 
   async function acquireBatch(batch: Acquire[]): Promise<Settled<GateDecision | LineDecision>[]> {
     const keys = batch.flatMap(({ gateKey, partition }) => acquireKeys(gateKey, partition));
@@ -169,7 +179,7 @@ export function createDeliveryGates(
       LINE_MEMORY_MS,
       CIRCUIT_OPEN_BASE_MS,
       CIRCUIT_OPEN_MAX_MS,
-      ...batch.flatMap(({ token, holdsRateSlot, place }) => [token, holdsRateSlot ? '1' : '0', place]),
+      ...batch.flatMap(({ gateKey, token, holdsRateSlot, place, originEpoch }) => [token, holdsRateSlot ? '1' : '0', place, epochArg(originEpoch), gateKey]),
     );
     return settled(
       batch.map((_, i): GateDecision | LineDecision => {
@@ -194,7 +204,7 @@ export function createDeliveryGates(
       CIRCUIT_MEMORY_MS,
       options.concurrency,
       LINE_MEMORY_MS,
-      ...batch.flatMap(({ gateKey, token, verdict, next }) => [token, verdict, gateKey, next]),
+      ...batch.flatMap(({ gateKey, token, verdict, next, originEpoch }) => [token, verdict, gateKey, next, epochArg(originEpoch)]),
     );
     const out: GateRelease[] = [];
     for (let at = 0; at < flat.length; ) {
@@ -214,11 +224,11 @@ export function createDeliveryGates(
     if (gate) return gate;
     const { acquires, releases } = shared ?? newBatches();
     gate = {
-      ask: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, partition, token, holdsRateSlot, place: 'unclaimed' }),
-      acquire: async (gateKey, token, { holdsRateSlot = false, place = 'unordered' } = {}) =>
+      ask: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, partition, token, holdsRateSlot, place: 'unclaimed', originEpoch: null }),
+      acquire: async (gateKey, token, { holdsRateSlot = false, place = 'unordered', originEpoch = null } = {}) =>
         // A claimed place never answers `line`.
-        (await acquires.submit({ gateKey, partition, token, holdsRateSlot, place })) as GateDecision,
-      release: (gateKey, token, verdict, next = '') => releases.submit({ gateKey, partition, token, verdict, next }),
+        (await acquires.submit({ gateKey, partition, token, holdsRateSlot, place, originEpoch })) as GateDecision,
+      release: (gateKey, token, verdict, next = '', originEpoch = null) => releases.submit({ gateKey, partition, token, verdict, next, originEpoch }),
       markLine: async (gateKey) => {
         const { line } = gateKeys(options.prefix, gateKey, partition);
         await redis.multi().hset(line, 'fifo', '1').pexpire(line, LINE_MEMORY_MS).exec();

@@ -27,6 +27,8 @@ export interface DeliveryObject {
 /** One HTTP attempt (docs/design.md §11); `response_excerpt` is the first 2 KB of the answer. */
 export interface AttemptObject {
   number: number;
+  /** Where the attempt went: its endpoint's URL when it started; null for attempts recorded before attempts kept theirs. */
+  url: string | null;
   status_code: number | null;
   error: string | null;
   duration_ms: number;
@@ -124,8 +126,9 @@ export async function getDeliveryDetails(db: Database, id: string, viewer: Viewe
     duration_ms: number;
     response_body: string | null;
     attempted_at: Date;
+    url: string | null;
   }>(
-    `SELECT attempt_number, status_code, error, duration_ms, response_body, attempted_at
+    `SELECT attempt_number, status_code, error, duration_ms, response_body, attempted_at, url
        FROM webhook_attempts WHERE delivery_id = $1 AND ${keyOfId('delivery_created_at', '$2')} ORDER BY attempt_number`,
     // The delivery's own key: its attempts share its partition, the legacy one for a legacy row.
     { bind: [id, row.created_at], type: QueryTypes.SELECT },
@@ -134,6 +137,7 @@ export async function getDeliveryDetails(db: Database, id: string, viewer: Viewe
     ...presentDelivery(row),
     attempts: attempts.map((attempt) => ({
       number: attempt.attempt_number,
+      url: attempt.url === null ? null : maskedUrl(attempt.url),
       status_code: attempt.status_code,
       error: attempt.error,
       duration_ms: attempt.duration_ms,

@@ -11,6 +11,8 @@ function success(deliveryId: string, endpointId: number, response = 'ok'): Attem
     deliveryId,
     deliveryCreatedAt: createdAtOf(deliveryId),
     attemptNumber: 1,
+    url: 'http://127.0.0.1:1/hooks',
+    originEpoch: 0,
     statusCode: 200,
     error: null,
     durationMs: 7,
@@ -64,7 +66,7 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
 
     const results = await Promise.all(ids.map((id) => store.recordAttempt(success(id, endpoint.id, `answer of ${id}`))));
 
-    expect(results).toEqual(ids.map(() => ({ noticeIds: [], disabledReason: null })));
+    expect(results).toEqual(ids.map(() => ({ noticeIds: [], disabledReason: null, originEpoch: 0 })));
     const rows = await deliveryRows(producer.db);
     for (const row of rows) {
       expect(row).toMatchObject({ status: 'succeeded', attempts: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null });
@@ -127,7 +129,7 @@ describe('webhook worker: the delivery store records concurrent attempts togethe
       expect(opened).toMatchObject({ consecutiveFailures: 4, lastFailureStatusCode: 503, episodeEvents: [] });
 
       // Both workers saw the circuit open, each twice (a failed probe, a Redis that forgot it).
-      const failing = (await Promise.all([store, otherStore, store, otherStore].map((each) => each.circuitOpened(endpoint.id)))).flat();
+      const failing = (await Promise.all([store, otherStore, store, otherStore].map((each) => each.circuitOpened(endpoint.id, 0)))).flat();
       const recovered = (await Promise.all(ids.slice(4).map((id, i) => (i % 2 ? otherStore : store).recordAttempt(success(id, endpoint.id))))).flatMap(
         (result) => result.noticeIds,
       );

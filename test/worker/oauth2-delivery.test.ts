@@ -248,7 +248,7 @@ describe('webhook worker: OAuth2 client credentials toward an endpoint', () => {
     }
   });
 
-  it('when a delivery made before the url moved is retried at its old origin, then it goes without the token', async () => {
+  it('when a delivery made before the url moved is retried, then it goes to the new URL with a token, and the old origin gets nothing more', async () => {
     const id = await addEndpoint();
     receiver.setReply({ status: 503 });
     run({ webhookRetrySchedule: [1] });
@@ -263,9 +263,10 @@ describe('webhook worker: OAuth2 client credentials toward an endpoint', () => {
         auth: { type: 'oauth2_client_credentials', token_url: tokens.url, client_id: CLIENT.id, client_secret: CLIENT.secret },
       });
       const [row] = await settled(1);
-      expect([row.status, row.attempts, row.url]).toEqual(['failed', 2, `${receiver.url}/hooks`]);
-      expect(receiver.requests.map((request) => request.headers.authorization === undefined)).toEqual([false, true]);
-      expect(moved.requests).toHaveLength(0);
+      expect([row.status, row.attempts, row.url]).toEqual(['succeeded', 2, `${moved.url}/hooks`]);
+      expect(receiver.requests).toHaveLength(1);
+      expect(moved.requests).toHaveLength(1);
+      expect(tokens.accepts(moved.requests[0].headers.authorization)).toBe(true);
     } finally {
       await moved.close();
     }

@@ -3310,6 +3310,8 @@ export interface operations {
                             /** @description The first 2 KB of the answer. */
                             response_excerpt: string | null;
                             status_code: number | null;
+                            /** @description Where the attempt went: its endpoint's URL when it started (null for attempts recorded before attempts kept it). */
+                            url: string | null;
                         }[];
                         /** Format: date-time */
                         created_at: string;

@@ -20,10 +20,15 @@ export interface JobScope extends PartitionGates {
   partition: number;
 }
 
-/** A lease held from a gate key's gate, and the rate limit whose slot the gate reserved with it (null: none). */
+/**
+ * A lease held from a gate key's gate, the rate limit whose slot the gate reserved with it
+ * (null: none), and the origin epoch of the attempt it admits (null: not claimed yet, or no
+ * endpoint), which its release reports with the verdict.
+ */
 export interface Lease {
   gateKey: string;
   rated: number | null;
+  originEpoch: number | null;
 }
 
 /**
@@ -150,7 +155,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
     async beforeClaim(job, token, scope) {
       if (!job.data.gate) return undefined;
       const decision = await scope.gate.ask(job.data.gate, jobIdOf(job), holdsRateSlot(job));
-      if (decision.granted) return { gateKey: job.data.gate, rated: decision.rateLimitPerS };
+      if (decision.granted) return { gateKey: job.data.gate, rated: decision.rateLimitPerS, originEpoch: null };
       if (decision.reason === 'line') return undefined;
       return refused(job, token, scope, job.data.gate, decision);
     },
@@ -162,15 +167,17 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (turn.lease?.gateKey !== gateKey) {
         if (turn.lease) await gate.release(turn.lease.gateKey, jobId, 'neutral');
         turn.lease = undefined;
-        const decision = await gate.acquire(gateKey, jobId, { holdsRateSlot: holdsRateSlot(job), place: linePlace(delivery) });
+        const decision = await gate.acquire(gateKey, jobId, { holdsRateSlot: holdsRateSlot(job), place: linePlace(delivery), originEpoch: delivery.originEpoch });
         if (!decision.granted) {
           await store.unclaim(delivery.id);
           await job.updateData({ deliveryId: delivery.id, gate: gateKey });
           if (!job.priority) await job.changePriority({ priority: DEFERRED_PRIORITY });
           return refused(job, token, scope, gateKey, decision);
         }
-        turn.lease = { gateKey, rated: decision.rateLimitPerS };
+        turn.lease = { gateKey, rated: decision.rateLimitPerS, originEpoch: delivery.originEpoch };
       }
+      // A lease taken before the claim reports the epoch the attempt starts with.
+      turn.lease.originEpoch = delivery.originEpoch;
       // The gate reserves slots itself once it knows the limit; the row tells it (again) when it
       // does not, or when the endpoint's limit changed or was removed.
       const { rated } = turn.lease;
@@ -192,9 +199,9 @@ export function createAdmission(options: AdmissionOptions): Admission {
 
     async release(scope, lease, token, verdict, next, log) {
       try {
-        const { change, woken } = await scope.gate.release(lease.gateKey, token, verdict, next ?? undefined);
+        const { change, woken } = await scope.gate.release(lease.gateKey, token, verdict, next ?? undefined, lease.originEpoch);
         if (change !== 'none') log.warn({ gate: lease.gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
-        if (change === 'opened') await announceCircuitOpened(options.store, options.queueNotices, lease.gateKey, log);
+        if (change === 'opened') await announceCircuitOpened(options.store, options.queueNotices, lease.gateKey, lease.originEpoch, log);
         // Parked with this partition's gate, so by jobs of this partition.
         if (woken.length > 0) await options.wake(woken, scope.partition);
       } catch (error) {

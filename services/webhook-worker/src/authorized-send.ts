@@ -21,9 +21,8 @@ export interface AuthorizedSendOptions {
 export type AuthorizedSend = (delivery: ClaimedDelivery, request: OutgoingRequest, resendSlot: () => Promise<void>, log: Logger) => Promise<SendResult>;
 
 /**
- * An endpoint's own credentials go to the endpoint's current origin only: a delivery made
- * before its endpoint's `url` moved keeps the old URL, and gets neither the token nor the
- * client certificate (the API asked for them again for the new origin).
+ * The request goes to the endpoint's URL as claimed (its current one, docs/design.md §6), so the
+ * endpoint's credentials go with it: they were given for that URL.
  *
  * With `auth`, the request carries `Authorization: Bearer <token>` (the cached token, or one
  * fetched now; a token that cannot be had is the attempt's result, `oauth2 token: ...`). A 401
@@ -39,15 +38,16 @@ export function createAuthorizedSend(options: AuthorizedSendOptions): Authorized
     const started = performance.now();
     const deadline = started + timeoutMs;
     const endpointId = delivery.endpointId;
-    if (endpointId === null || !sameOrigin(delivery.url, delivery.endpointUrl) || (!delivery.auth && !delivery.clientCertificate)) {
-      return sender.send(request);
-    }
+    if (endpointId === null) return sender.send(request);
+    // Its credentials changed to none: a token cached for the old ones is of no more use.
+    if (!delivery.auth) tokens.forget(endpointId);
+    if (!delivery.auth && !delivery.clientCertificate) return sender.send(request);
     const certificate = delivery.clientCertificate && clientCertificateOf(endpointId, delivery.clientCertificate);
     const outgoing = { ...request, deadline, ...(certificate ? { clientCertificate: certificate } : {}) };
     const { auth } = delivery;
     if (!auth) return sender.send(outgoing);
     const finish = (result: SendResult): SendResult => ({ ...result, durationMs: Math.round(performance.now() - started) });
-    const version = `${delivery.endpointUrl}\n${certificate?.pool ?? ''}`;
+    const version = `${delivery.url}\n${certificate?.pool ?? ''}`;
     const bearer = (token: string) => ({ ...outgoing, headers: { ...outgoing.headers, authorization: `Bearer ${token}` } });
 
     const first = await tokens.get(endpointId, auth, version, deadline);
@@ -68,13 +68,4 @@ export function createAuthorizedSend(options: AuthorizedSendOptions): Authorized
 function clientCertificateOf(endpointId: number, pem: { cert: string; key: string }): ClientCertificate {
   const fingerprint = createHash('sha256').update(pem.cert).update('\0').update(pem.key).digest('base64url');
   return { ...pem, pool: `${endpointId}:${fingerprint}` };
-}
-
-function sameOrigin(url: string, endpointUrl: string | null): boolean {
-  if (endpointUrl === null) return false;
-  try {
-    return new URL(url).origin === new URL(endpointUrl).origin;
-  } catch {
-    return false;
-  }
 }

@@ -15,11 +15,15 @@ import { findById, findByIds, keyOf, keyOfId, keyRange, keysAt } from '../../../
 export interface ClaimedDelivery {
   id: string;
   endpointId: number | null;
+  /**
+   * Where this attempt goes: the endpoint's URL as it is now (attempts follow their endpoint,
+   * docs/design.md §6), or an ad-hoc delivery's own (also a delivery whose endpoint row is gone).
+   */
   url: string;
   method: string;
   /** The exact bytes to send, from its event (docs/design.md §3); null when that event row is missing. */
   body: string | null;
-  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers (docs/design.md §14). */
+  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers as they are now (docs/design.md §14). */
   headers: Record<string, string>;
   secret: string | null;
   algo: HmacAlgo;
@@ -40,8 +44,11 @@ export interface ClaimedDelivery {
   sequence: string | null;
   /** The endpoint's `rate_limit_per_s` (docs/design.md §14); null: none. */
   rateLimitPerS: number | null;
-  /** The endpoint's URL now (a delivery keeps the one it was made for): its credentials go to this origin only. */
-  endpointUrl: string | null;
+  /**
+   * The endpoint's `origin_epoch` now, which the attempt carries: its answer counts for the
+   * endpoint's health only while the endpoint is still at this epoch; null without an endpoint row.
+   */
+  originEpoch: number | null;
   /** The endpoint's OAuth2 client credentials (docs/design.md §14, revision 4); null: none. */
   auth: EndpointAuth | null;
   /** The endpoint's PEM client certificate and key for mutual TLS; null: none. */
@@ -62,6 +69,10 @@ export interface AttemptRecord {
   /** The delivery's `created_at` ({@link ClaimedDelivery.createdAt}): the attempt row's partition key. */
   deliveryCreatedAt: Date;
   attemptNumber: number;
+  /** Where the attempt went ({@link ClaimedDelivery.url}); it becomes the delivery's `url`. */
+  url: string;
+  /** The origin epoch the attempt started with ({@link ClaimedDelivery.originEpoch}). */
+  originEpoch: number | null;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -95,6 +106,11 @@ export interface RecordResult {
   noticeIds: string[];
   /** The endpoint was disabled by this record: its reason; else null. */
   disabledReason: string | null;
+  /**
+   * The endpoint's `origin_epoch` as the record found it (null: no endpoint row): another than
+   * the attempt's means the endpoint moved to another origin meanwhile, and the answer is not its.
+   */
+  originEpoch: number | null;
 }
 
 export interface DeliveryStore {
@@ -132,10 +148,11 @@ export interface DeliveryStore {
   recordAttempt(record: AttemptRecord): Promise<RecordResult>;
   /**
    * The endpoint's circuit opened: `endpoint.failing`, the first time in its open episode
-   * (shared/deliveries/episodes.ts `announceFailing`).
+   * (shared/deliveries/episodes.ts `announceFailing`), unless the endpoint moved to another
+   * origin since the attempt that opened it started (`originEpoch`).
    * @returns the deliveries of the event (queue them); none when it was announced already
    */
-  circuitOpened(endpointId: number): Promise<string[]>;
+  circuitOpened(endpointId: number, originEpoch: number | null): Promise<string[]>;
   /** Fails a delivery without an HTTP attempt (disabled or deleted endpoint, unusable secret). */
   failWithoutAttempt(deliveryId: string, reason: string): Promise<void>;
 }
@@ -145,7 +162,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     id: row.id,
     createdAt: row.created_at,
     endpointId: row.endpoint_id,
-    url: row.url,
+    url: row.endpoint_id !== null && row.endpoint_url !== null ? row.endpoint_url : row.url,
     method: row.method,
     body: row.body,
     headers: { ...row.endpoint_headers, ...row.headers },
@@ -160,7 +177,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     oneShot: row.one_shot,
     sequence: row.sequence,
     rateLimitPerS: row.endpoint_rate_limit_per_s,
-    endpointUrl: row.endpoint_url,
+    originEpoch: row.endpoint_origin_epoch,
     auth: row.endpoint_auth,
     clientCertificate: row.endpoint_client_cert !== null && row.endpoint_client_key !== null ? { cert: row.endpoint_client_cert, key: row.endpoint_client_key } : null,
   };
@@ -218,9 +235,9 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     return batch.map((claim) => claimed.get(claim.deliveryId) ?? null);
   });
 
-  /** Per success recorded, its endpoint's open episode (null: none). */
-  const successes = createGroupCommit<AttemptRecord, { openEpisode: string | null }>(async (batch) => {
-    const done = await rawQuery<{ id: string; episode_id: string | null }>(sequelize, {
+  /** Per success recorded, its endpoint's open episode (null: none) and its origin epoch now. */
+  const successes = createGroupCommit<AttemptRecord, { openEpisode: string | null; originEpoch: number | null }>(async (batch) => {
+    const done = await rawQuery<{ id: string; episode_id: string | null; origin_epoch: number | null }>(sequelize, {
       ...RECORD_SUCCESSES,
       values: [
         batch.map((record) => record.deliveryId),
@@ -231,14 +248,17 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         batch.map((record) => record.endpointId),
         batch.map((record) => record.deliveryCreatedAt),
         ...keysAt(batch.map((record) => record.deliveryCreatedAt)),
+        batch.map((record) => record.url),
+        batch.map((record) => record.originEpoch),
       ],
     });
-    const found = new Map(done.map((row) => [row.id, row.episode_id]));
-    return batch.map((record) =>
-      found.has(record.deliveryId)
-        ? { ok: true as const, value: { openEpisode: found.get(record.deliveryId) ?? null } }
-        : { ok: false as const, error: new DeliveryGoneError(record.deliveryId) },
-    );
+    const found = new Map(done.map((row) => [row.id, row]));
+    return batch.map((record) => {
+      const row = found.get(record.deliveryId);
+      return row
+        ? { ok: true as const, value: { openEpisode: row.episode_id, originEpoch: row.origin_epoch } }
+        : { ok: false as const, error: new DeliveryGoneError(record.deliveryId) };
+    });
   }, { retryAlone: (error) => !postponesAttempt(error), lingerMs: SUCCESS_LINGER_MS });
 
   /** Episodes this process is closing, by endpoint and episode: the successes of one batch close each once. */
@@ -276,15 +296,18 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
     if (!gone && !record.exhausted) {
       const [row] = await rawQuery<RecordRow>(sequelize, { ...RECORD, values });
       if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
-      return { row, result: { noticeIds: [], disabledReason: null } };
+      return { row, result: { noticeIds: [], disabledReason: null, originEpoch: row.origin_epoch } };
     }
     return sequelize.transaction(async (transaction) => {
       const [row] = await sequelize.query<RecordRow>(RECORD.text, { bind: values, type: QueryTypes.SELECT, transaction });
       if (!row?.found) throw new DeliveryGoneError(record.deliveryId);
       // Only the transaction that wrote the last attempt announces it, once.
       const exhausted = record.exhausted && row.attempted ? await announceExhausted(sequelize, transaction, record.deliveryId) : [];
-      const disabled = gone ? await disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS }, transaction) : { noticeIds: [], disabledReason: null };
-      return { row, result: { noticeIds: [...disabled.noticeIds, ...exhausted.map((job) => job.deliveryId)], disabledReason: disabled.disabledReason } };
+      const disabled = gone
+        ? await disableEndpoint(sequelize, { endpointId, goneReason, disableAfterS, originEpoch: record.originEpoch }, transaction)
+        : { noticeIds: [], disabledReason: null };
+      const noticeIds = [...disabled.noticeIds, ...exhausted.map((job) => job.deliveryId)];
+      return { row, result: { noticeIds, disabledReason: disabled.disabledReason, originEpoch: row.origin_epoch } };
     });
   }
 
@@ -330,9 +353,9 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
 
     async recordAttempt(record) {
       if (record.succeeded && record.status === 'succeeded' && record.goneReason === null) {
-        const { openEpisode } = await successes.submit(record, { atOnce: record.inLine === true });
-        if (openEpisode === null || record.endpointId === null) return { noticeIds: [], disabledReason: null };
-        return { noticeIds: await endEpisode(record.endpointId, openEpisode, record.statusCode), disabledReason: null };
+        const { openEpisode, originEpoch } = await successes.submit(record, { atOnce: record.inLine === true });
+        if (openEpisode === null || record.endpointId === null) return { noticeIds: [], disabledReason: null, originEpoch };
+        return { noticeIds: await endEpisode(record.endpointId, openEpisode, record.statusCode), disabledReason: null, originEpoch };
       }
       const values = [
         record.deliveryId,
@@ -350,6 +373,8 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
         record.deliveryCreatedAt,
         // The row's own key, as claimed: a legacy row's lies in the legacy partition whatever its id reads as.
         record.deliveryCreatedAt,
+        record.url,
+        record.originEpoch,
       ];
       const { endpointId } = record;
       const { row, result } = await writeRecord(record, values);
@@ -359,12 +384,12 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
       if (!row.disable_due || endpointId === null || record.goneReason !== null) return result;
       // Rare, so a transaction of its own after the record: should the process die between
       // the two, the endpoint's next failed attempt finds the disable due again.
-      const disabled = await disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS });
-      return { noticeIds: [...result.noticeIds, ...disabled.noticeIds], disabledReason: disabled.disabledReason };
+      const disabled = await disableEndpoint(sequelize, { endpointId, goneReason: null, disableAfterS, originEpoch: record.originEpoch });
+      return { noticeIds: [...result.noticeIds, ...disabled.noticeIds], disabledReason: disabled.disabledReason, originEpoch: result.originEpoch };
     },
 
-    async circuitOpened(endpointId) {
-      return (await announceFailing(sequelize, endpointId)).map((job) => job.deliveryId);
+    async circuitOpened(endpointId, originEpoch) {
+      return (await announceFailing(sequelize, endpointId, originEpoch)).map((job) => job.deliveryId);
     },
 
     async failWithoutAttempt(deliveryId, reason) {

@@ -16,6 +16,10 @@ export interface OAuth2Tokens {
   get(endpointId: number, auth: EndpointAuth, version: string, deadline: number): Promise<TokenOutcome>;
   /** Forgets `token` if it is still the endpoint's cached one (the endpoint answered it 401). */
   drop(endpointId: number, token: string): void;
+  /** Forgets whatever is cached for the endpoint (it no longer has `auth`). */
+  forget(endpointId: number): void;
+  /** Entries held now (tokens, remembered failures, fetches in flight), one per endpoint at most. */
+  readonly size: number;
 }
 
 export interface OAuth2TokensOptions {
@@ -23,12 +27,16 @@ export interface OAuth2TokensOptions {
   sender: HttpSender;
   /** A token request's bound, ms (WEBHOOK_TIMEOUT_MS). */
   timeoutMs: number;
+  /** How often at most expired entries are swept out, ms; default 60 s. Tests shorten it. */
+  sweepEveryMs?: number;
 }
 
 /** Without `expires_in` a token is kept this long, ms (docs/design.md §14). */
 const DEFAULT_TOKEN_TTL_MS = 300_000;
 /** A token is dropped this long before it expires, unless that is more than half its life, ms. */
 const EXPIRY_MARGIN_MS = 30_000;
+/** Expired entries are swept out at most this often, ms. */
+const SWEEP_EVERY_MS = 60_000;
 /** A failed token request is remembered this long: the attempts meanwhile fail the same way without asking again, ms. */
 const FAILURE_TTL_MS = 5_000;
 /** Bytes of the token endpoint's answer read at most (a JWT access token can pass 2 KB). */
@@ -53,11 +61,23 @@ type Entry =
  * first). Tokens live in this process's memory only (never Redis), one entry per endpoint keyed
  * by a hash of its `auth` and version, for max(expires_in − 30 s, expires_in / 2), or 300 s
  * without `expires_in`; a failed request is remembered for 5 s. A failure never names the
- * token endpoint's body, only its status and an RFC 6749 §5.2 error code.
+ * token endpoint's body, only its status and an RFC 6749 §5.2 error code. An entry of another
+ * `auth` or version (credentials changed, the URL moved) is replaced at the endpoint's next
+ * attempt, and expired entries are swept out (at most once a minute, as attempts ask), so
+ * endpoints deleted, disabled or no longer using OAuth2 leave nothing behind.
  */
 export function createOAuth2Tokens(options: OAuth2TokensOptions): OAuth2Tokens {
   const { sender, timeoutMs } = options;
+  const sweepEveryMs = options.sweepEveryMs ?? SWEEP_EVERY_MS;
   const entries = new Map<number, Entry>();
+  let sweptAt = performance.now();
+
+  /** Drops the entries whose time is up; a fetch in flight stays (its waiters hold it). */
+  function sweep(now: number): void {
+    if (now - sweptAt < sweepEveryMs) return;
+    sweptAt = now;
+    for (const [endpointId, entry] of entries) if (entry.state !== 'pending' && entry.until <= now) entries.delete(endpointId);
+  }
 
   async function fetchToken(endpointId: number, key: string, auth: EndpointAuth): Promise<TokenOutcome> {
     const started = performance.now();
@@ -84,6 +104,7 @@ export function createOAuth2Tokens(options: OAuth2TokensOptions): OAuth2Tokens {
 
   return {
     async get(endpointId, auth, version, deadline) {
+      sweep(performance.now());
       const key = keyOf(auth, version);
       let entry = entries.get(endpointId);
       if (entry && (entry.key !== key || (entry.state !== 'pending' && entry.until <= performance.now()))) entry = undefined;
@@ -103,6 +124,13 @@ export function createOAuth2Tokens(options: OAuth2TokensOptions): OAuth2Tokens {
     drop(endpointId, token) {
       const entry = entries.get(endpointId);
       if (entry?.state === 'token' && entry.token === token) entries.delete(endpointId);
+    },
+    forget(endpointId) {
+      entries.delete(endpointId);
+    },
+    get size() {
+      sweep(performance.now());
+      return entries.size;
     },
   };
 }

@@ -110,6 +110,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
       await admission.afterClaim(job, token, scope, delivery, turn, log);
       const outcome = await sendAttempt(delivery, delivery.body, log, () => admission.startAgain(scope, delivery, jobIdOf(job)));
       turn.verdict = outcome.verdict;
+      if (turn.lease) turn.lease.originEpoch = outcome.originEpoch;
       if (outcome.retryAt === null) {
         turn.next = await line.nextAfter(delivery, log);
         return;

@@ -36,6 +36,12 @@ export interface AttemptResult {
   retryAt: number | null;
   /** False when no attempt was made (the egress proxy refused the worker's credentials: the delivery waits, unclaimed). */
   attempted: boolean;
+  /**
+   * The endpoint's origin epoch to report with the verdict: the record's, which is newer than
+   * the attempt's when the endpoint moved to another origin meanwhile (the verdict is then
+   * `neutral`, and the circuit of the old origin is reset); null: unknown, or no endpoint.
+   */
+  originEpoch: number | null;
 }
 
 export interface SendAttemptOptions {
@@ -130,14 +136,13 @@ export function createSendAttempt(
     } catch (error) {
       await store.failWithoutAttempt(delivery.id, `cannot sign: ${(error as Error).message}`);
       log.error({ err: error }, 'cannot sign the delivery; failed without an attempt');
-      return { verdict: 'neutral', retryAt: null, attempted: false };
+      return { verdict: 'neutral', retryAt: null, attempted: false, originEpoch: delivery.originEpoch };
     }
 
     const attemptNumber = delivery.attempts + 1;
     const result = await authorizedSend(delivery, { url: delivery.url, method: delivery.method, body, headers }, resendSlot, log);
-    if (result.proxyUnauthorized) return { verdict: 'neutral', retryAt: await waitForProxy(delivery, log), attempted: false };
+    if (result.proxyUnauthorized) return { verdict: 'neutral', retryAt: await waitForProxy(delivery, log), attempted: false, originEpoch: delivery.originEpoch };
     proxyRefusedSince = undefined;
-    const verdict = circuitVerdict(result);
     const decision = policy.decide(attemptNumber, result, { oneShot: delivery.oneShot });
     const nextAttemptAt = decision.kind === 'retry' ? new Date(Date.now() + decision.delayMs) : null;
     const gone = decision.kind === 'failed' && decision.disableEndpoint && delivery.endpointId !== null;
@@ -145,6 +150,8 @@ export function createSendAttempt(
       deliveryId: delivery.id,
       deliveryCreatedAt: delivery.createdAt,
       attemptNumber,
+      url: delivery.url,
+      originEpoch: delivery.originEpoch,
       statusCode: result.statusCode,
       error: result.error,
       durationMs: result.durationMs,
@@ -170,7 +177,10 @@ export function createSendAttempt(
     if (decision.kind === 'succeeded') log.info(fields, 'delivered');
     else if (decision.kind === 'failed') log.warn({ ...fields, error: result.error, endpointDisabled: gone }, 'delivery failed; no more attempts');
     else log.info({ ...fields, error: result.error, nextAttemptAt }, 'attempt failed; retry scheduled');
-    return { verdict, retryAt: nextAttemptAt?.getTime() ?? null, attempted: true };
+    // An answer from an origin the endpoint left while the attempt ran says nothing of the endpoint.
+    const moved = recorded.originEpoch !== null && recorded.originEpoch !== delivery.originEpoch;
+    const verdict = moved ? 'neutral' : circuitVerdict(result);
+    return { verdict, retryAt: nextAttemptAt?.getTime() ?? null, attempted: true, originEpoch: recorded.originEpoch ?? delivery.originEpoch };
   };
 }
 

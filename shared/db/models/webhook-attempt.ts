@@ -11,6 +11,8 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
   declare error: string | null;
   declare durationMs: number;
   declare responseBody: string | null;
+  /** The URL the attempt went to (its endpoint's as it was then); null for attempts recorded before URLs were. */
+  declare url: CreationOptional<string | null>;
   declare attemptedAt: CreationOptional<Date>;
   /** Its delivery's `created_at`, its partition key (docs/design.md §3); by default the delivery id's time. */
   declare deliveryCreatedAt: CreationOptional<Date>;
@@ -25,6 +27,7 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
         error: { type: DataTypes.TEXT, allowNull: true },
         durationMs: { type: DataTypes.INTEGER, allowNull: false },
         responseBody: { type: DataTypes.TEXT, allowNull: true },
+        url: { type: DataTypes.TEXT, allowNull: true },
         attemptedAt: { type: DataTypes.DATE, allowNull: false, defaultValue: DataTypes.NOW },
         deliveryCreatedAt: { type: DataTypes.DATE, allowNull: false },
       },

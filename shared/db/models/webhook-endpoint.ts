@@ -66,6 +66,11 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare clientKey: CreationOptional<string | null>;
   /** The last FIFO sequence number given to a delivery to this endpoint (docs/design.md §6). */
   declare fifoSequence: CreationOptional<string>;
+  /**
+   * Counts the endpoint's moves of `url` to another origin (docs/design.md §6): an attempt's answer
+   * counts for the endpoint's health only while the epoch it started with is still this one.
+   */
+  declare originEpoch: CreationOptional<number>;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -99,6 +104,7 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
         clientCert: { type: DataTypes.TEXT, allowNull: true },
         clientKey: { type: DataTypes.TEXT, allowNull: true },
         fifoSequence: { type: DataTypes.BIGINT, allowNull: false, defaultValue: 0 },
+        originEpoch: { type: DataTypes.INTEGER, allowNull: false, defaultValue: 0 },
         createdAt: DataTypes.DATE,
         updatedAt: DataTypes.DATE,
       },

@@ -4,15 +4,18 @@
   an open circuit refuses; a FIFO line lets only its head on; a half-open circuit lets one
   probe through; a known rate limit reserves the attempt's slot; the concurrency cap grants a
   lease (TTL-based: a dead worker's lease expires by itself) or parks the token with the gate,
-  so the release that frees a lease wakes it.
+  so the release that frees a lease wakes it. A circuit whose origin epoch is older than the
+  attempt's (its endpoint moved to another origin since) is stale: it is reset, and ignored.
 
-  Input, for attempt i = 0, 1, ... (six keys and three arguments each):
-    KEYS[6i + 1] the gate key's circuit (hash: until, failures, openings, probe, probe_until)
-    KEYS[6i + 2] its leases (sorted set: token by expiry, ms)
-    KEYS[6i + 3] its parked tokens (sorted set: token by parking time, ms)
-    KEYS[6i + 4] its rate schedule (hash: tat, limit; see includes/reserve-rate-slot)
-    KEYS[6i + 5] its log of starts (sorted set; see start-attempt.lua)
-    KEYS[6i + 6] its line record (hash: fifo '1' or '0', head: the FIFO line's head token)
+  Input, for attempt i = 0, 1, ... (seven keys and five arguments each):
+    KEYS[7i + 1] the gate key's circuit (hash: until, failures, openings, probe, probe_until,
+                 epoch: the origin epoch its state is of, absent for 0)
+    KEYS[7i + 2] its leases (sorted set: token by expiry, ms)
+    KEYS[7i + 3] its parked tokens (sorted set: token by parking time, ms)
+    KEYS[7i + 4] its rate schedule (hash: tat, limit; see includes/reserve-rate-slot)
+    KEYS[7i + 5] its log of starts (sorted set; see start-attempt.lua)
+    KEYS[7i + 6] its line record (hash: fifo '1' or '0', head: the FIFO line's head token)
+    KEYS[7i + 7] its partition's index of circuits not closed (see release.lua)
 
     ARGV[1] the cap (WEBHOOK_ENDPOINT_CONCURRENCY)
     ARGV[2] a lease's TTL, ms
@@ -20,10 +23,13 @@
     ARGV[4] a line record's TTL, ms
     ARGV[5] a circuit's first opening, ms
     ARGV[6] a circuit's longest opening, ms
-    ARGV[6 + 3i + 1] the token (the job id)
-    ARGV[6 + 3i + 2] '1' when the token holds the rate slot it reserved earlier, else '0'
-    ARGV[6 + 3i + 3] its place: 'unclaimed' (not claimed yet), or its claimed delivery's
+    ARGV[6 + 5i + 1] the token (the job id)
+    ARGV[6 + 5i + 2] '1' when the token holds the rate slot it reserved earlier, else '0'
+    ARGV[6 + 5i + 3] its place: 'unclaimed' (not claimed yet), or its claimed delivery's
                      'unordered', 'head' (recorded in the line record) or 'aside'
+    ARGV[6 + 5i + 4] the origin epoch of its claimed delivery's endpoint, or '' (unknown:
+                     not claimed yet, or no endpoint)
+    ARGV[6 + 5i + 5] the gate key (its member in the index)
 
   Output, three numbers per attempt:
     0, rate limit or 0, 1 if the probe else 0 - granted (the limit whose slot it reserved)
@@ -72,8 +78,22 @@ local function inLine(line, token, place)
   return true
 end
 
-local function acquire(circuit, leases, parked, rate, starts, line, token, holdsSlot, place)
+-- An endpoint that moved to another origin starts with a closed circuit: the state of the
+-- origin it left is dropped, and the new epoch recorded, so the old origin's late answers
+-- count for nothing (release.lua).
+local function forgetStale(circuit, index, epoch, member)
+  if epoch == '' then return end
+  epoch = tonumber(epoch)
+  if tonumber(redis.call('HGET', circuit, 'epoch') or '0') >= epoch then return end
+  redis.call('DEL', circuit)
+  redis.call('ZREM', index, member)
+  redis.call('HSET', circuit, 'epoch', epoch)
+  redis.call('PEXPIRE', circuit, lineTtl)
+end
+
+local function acquire(circuit, leases, parked, rate, starts, line, index, token, holdsSlot, place, epoch, member)
   redis.call('ZREM', parked, token)
+  forgetStale(circuit, index, epoch, member)
   local probe = 0
   local untilMs = tonumber(redis.call('HGET', circuit, 'until') or '0')
   if untilMs > 0 and now < untilMs then return {2, untilMs - now, 0} end
@@ -112,9 +132,10 @@ local function acquire(circuit, leases, parked, rate, starts, line, token, holds
 end
 
 local out = {}
-for i = 0, (#ARGV - 6) / 3 - 1 do
-  local k, a = 6 * i, 6 + 3 * i
-  local decision = acquire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+for i = 0, (#ARGV - 6) / 5 - 1 do
+  local k, a = 7 * i, 6 + 5 * i
+  local decision = acquire(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7],
+    ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
   out[3 * i + 1], out[3 * i + 2], out[3 * i + 3] = decision[1], decision[2], decision[3]
 end
 return out

@@ -2,6 +2,7 @@ import { QueryTypes, type Transaction } from 'sequelize';
 import type { Database, WebhookEndpoint } from '../../db';
 import { shownUrl, unmaskUrl } from '../../http/url-display';
 import { closeEpisode } from '../../deliveries/episodes';
+import { closeCircuitOfMovedEndpoint } from '../../endpoint-gate/circuit-state';
 import { endDeliveriesOfDeletedEndpoint } from '../../deliveries/deleted-endpoint';
 import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
 import { Page, decodeCursor, toPage } from '../cursor';
@@ -13,6 +14,7 @@ import { normalizeClientCertificate } from './client-certificate';
 import { DEVELOPMENT_RULES, type EndpointRules, assertCredentialsFit } from './credential-rules';
 import { assertEndpointFilter } from './filter';
 import { normalizeEndpointHeaders } from './headers';
+import { originOf } from './origin';
 import { assertCredentialsGivenAgain, signingKey } from './secrets';
 import { type EndpointOrdering, type EndpointRow, type EndpointView, type SignatureScheme, presentEndpoint, presentEndpointRow } from './view';
 
@@ -189,6 +191,11 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
  * goes to are decided on the same row, so two PATCHes at once never combine into a stored
  * credential at an origin neither was checked against.
  *
+ * A move of `url` to another origin bumps `origin_epoch` and ends the failure episode without
+ * `endpoint.recovered` (a re-enable in the same change still closes it as a re-enable does),
+ * and after commit closes the circuit in Redis (best effort: the worker ignores a circuit of an
+ * older epoch anyway), so the answers of the origin it left never count for it (docs/design.md §6).
+ *
  * @param deps - where to queue a re-enable's `endpoint.recovered` after commit; without it the outbox relay adds them
  * @param rules - the deployment's (credential-rules.ts `endpointRulesOf`); default: no https requirement
  * @throws EndpointNotFoundError when the viewer may not see it; InvalidEndpointError,
@@ -209,7 +216,7 @@ export async function updateEndpoint(
   // Before the transaction: a second pooled connection inside it could wait on a pool its peers hold.
   if (events) await assertKnownEventTypes(db, events);
   const by = viewer.operator ? 'an operator' : 'its owner';
-  const { view, notices } = await db.sequelize.transaction(async (transaction) => {
+  const { view, notices, moved } = await db.sequelize.transaction(async (transaction) => {
     const row = await findVisibleEndpoint(db, id, viewer, transaction);
     if (!row) throw new EndpointNotFoundError(id);
     const reenabled = changes.active === true && !row.active;
@@ -224,7 +231,12 @@ export async function updateEndpoint(
     const url = changes.url === undefined ? row.url : unmaskUrl(changes.url, row.url);
     const clientCert = certificate === undefined ? row.clientCert : (certificate?.cert ?? null);
     assertCredentialsFit({ url, headers: headers ?? row.headers, auth, clientCert }, rules);
+    const moved = originOf(url) !== originOf(row.url);
     row.url = url;
+    if (moved) {
+      row.originEpoch += 1;
+      if (!reenabled) Object.assign(row, { episodeId: null, failingSince: null, consecutiveFailures: 0, episodeEvents: [] });
+    }
     if (headers) row.headers = headers;
     row.auth = auth;
     if (certificate !== undefined) {
@@ -245,8 +257,15 @@ export async function updateEndpoint(
     }
     await row.save({ transaction });
     const closed = reenabled ? await closeEpisode(db.sequelize, transaction, { endpointId: row.id, reason: `re-enabled by ${by}` }) : [];
-    return { view: presentEndpoint(row), notices: closed };
+    return { view: presentEndpoint(row), notices: closed, moved: moved ? row.originEpoch : null };
   });
+  if (moved !== null && deps) {
+    const { queue } = deps;
+    await queue
+      .partitions()
+      .then((partitions) => closeCircuitOfMovedEndpoint(queue.connection, queue.prefix, id, partitions, moved))
+      .catch((error: unknown) => deps.logger?.warn({ err: error, endpointId: id }, 'could not close the circuit of a moved endpoint; the worker ignores it'));
+  }
   if (notices.length > 0 && deps) await queueRecordedDeliveries(deps, notices);
   return view;
 }

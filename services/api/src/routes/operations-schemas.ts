@@ -133,9 +133,10 @@ export const deliveryObject = {
 /** One HTTP attempt of a delivery (docs/design.md §11). */
 export const attemptObject = {
   type: 'object',
-  required: ['number', 'status_code', 'error', 'duration_ms', 'response_excerpt', 'created_at'],
+  required: ['number', 'url', 'status_code', 'error', 'duration_ms', 'response_excerpt', 'created_at'],
   properties: {
     number: { type: 'integer' },
+    url: { ...nullableString, description: "Where the attempt went: its endpoint's URL when it started (null for attempts recorded before attempts kept it)." },
     status_code: { type: 'integer', nullable: true },
     error: nullableString,
     duration_ms: { type: 'integer' },
