@@ -4,7 +4,7 @@ import { isOutcomeUnknown } from '../db';
 import type { Settled } from '../db/group-commit';
 import { rawQuery } from '../db/raw-query';
 import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../deliveries/envelope-pieces';
-import { FannedOutEvent, fanOutClauses, jobsOfEvent } from '../deliveries/fan-out';
+import { eventRowsClauses, FannedOutEvent, jobsOfEvent } from '../deliveries/fan-out';
 import type { DeliveryJob } from '../queue/webhook-queue';
 import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
 import type { IdempotencyOwner, PostIdempotencyClaims } from './idempotency';
@@ -115,10 +115,10 @@ export function createBatchSql(pidSource: PidSource, claims: PostIdempotencyClai
       -- The request's Idempotency-Key learns the pid in the post's own commit (docs/design.md §15).
       ${claims.recordPidsSql('inserted p JOIN input i ON i.post_uuid = p.post_uuid', { pid: 'p.pid', principal: 'i.claim_principal', key: 'i.claim_key' })}
     ), source AS (
-      SELECT i.ord, p.user_id AS owner_id, i.traceparent,
+      SELECT i.ord, 'post'::text AS kind, $11::text AS event, p.user_id AS owner_id, NULL::int AS about_id, i.traceparent,
              ${joinEnvelopeSql(['i.piece0', 'i.piece1', 'i.piece2', 'i.piece3'], ['p.pid::text', isoJsonSql('p.created_at'), isoJsonSql('p.updated_at')])} AS body
         FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
-    ), ${fanOutClauses('$11::text')}
+    ), ${eventRowsClauses()}
     SELECT p.*, f.delivery_ids, f.endpoint_ids
       FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid LEFT JOIN fan_by_event f ON f.ord = i.ord`;
 }

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { QueryTypes, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { createGroupCommit, GroupCommit, Settled } from '../db/group-commit';
+import { isoTimeSql } from '../db/iso-time-sql';
 import { rawQuery } from '../db/raw-query';
 import { createBatchWriter, CreatedPost, NewPost, PidSource, PostCreate } from './create-batch';
 import type { IdempotencyOwner, PostIdempotencyClaims } from './idempotency';
@@ -69,12 +70,10 @@ export interface PostsRepositoryDeps extends PostDeletionsDeps {
   claims: PostIdempotencyClaims;
 }
 
-/** A timestamp column as toISOString writes it (milliseconds truncated, as node-postgres reads them), an SQL text expression. */
-const isoTextSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 /** Layout B's post object (docs/design.md §5) of the posts row `p`, a FROM item. */
 const layoutBPostSql = `CROSS JOIN LATERAL (
      SELECT p.pid::text AS pid, p.post_title AS title, p.post_body AS content,
-            ${isoTextSql('p.created_at')} AS created_at, ${isoTextSql('p.updated_at')} AS updated_at
+            ${isoTimeSql('p.created_at')} AS created_at, ${isoTimeSql('p.updated_at')} AS updated_at
    ) b`;
 
 /** The most text (titles and contents, UTF-8) a Layout B page is built of in one piece, bytes. */
