@@ -1,43 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import { Pool } from 'pg';
+import { POST_COLUMNS, PostRow, toPostRecord } from '../shared/posts/post-record';
 
 /**
  * The API baseline, run as its own process: a minimal hand-written Fastify + pg server over
  * the same `posts` table (no ORM, no auth, no cache, no outbox), answering GET one post,
  * list (newest first) and insert. Environment: DATABASE_URL, PORT, POOL_MAX (default 10, as
- * our api). Listens on 127.0.0.1 and tells its parent over IPC when it is listening.
+ * our api). Listens on 127.0.0.1 and tells its parent over IPC when it is listening. Posts are
+ * answered in the api's record shape (shared/posts/post-record.ts, which loads nothing at run time).
  */
 
-interface PostRow {
-  pid: number;
-  post_uuid: string;
-  user_id: number;
-  post_title: string;
-  post_body: string;
-  post_image: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const COLUMNS = 'pid, post_uuid, user_id, post_title, post_body, post_image, created_at, updated_at';
 const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_MAX ?? 10) });
 const app = Fastify();
 
 app.get<{ Params: { id: string } }>('/posts/:id', async (request, reply) => {
-  const { rows } = await pool.query<PostRow>(`SELECT ${COLUMNS} FROM posts WHERE pid = $1`, [Number(request.params.id)]);
+  const { rows } = await pool.query<PostRow>(`SELECT ${POST_COLUMNS} FROM posts WHERE pid = $1`, [Number(request.params.id)]);
   if (rows.length === 0) return reply.code(404).send({ message: 'No post found.' });
-  return toPost(rows[0]);
+  return toPostRecord(rows[0]);
 });
 
 app.get<{ Querystring: { limit?: string; offset?: string } }>('/posts', async (request) => {
   const limit = Math.min(100, Math.max(1, Number(request.query.limit ?? 10)));
   const offset = Math.max(0, Number(request.query.offset ?? 0));
   const { rows } = await pool.query<PostRow>(
-    `SELECT ${COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
+    `SELECT ${POST_COLUMNS} FROM posts ORDER BY created_at DESC, pid DESC LIMIT $1 OFFSET $2`,
     [limit, offset],
   );
-  return rows.map(toPost);
+  return rows.map(toPostRecord);
 });
 
 app.post<{ Body: { title: string; content: string; userId: number } }>('/posts', async (request) => {
@@ -48,19 +38,6 @@ app.post<{ Body: { title: string; content: string; userId: number } }>('/posts',
   );
   return { pid: rows[0].pid };
 });
-
-function toPost(row: PostRow) {
-  return {
-    pid: row.pid,
-    uuid: row.post_uuid,
-    userId: row.user_id,
-    title: row.post_title,
-    content: row.post_body,
-    image: row.post_image,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
 
 app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' }).then(
   () => process.send?.({ ready: true }),

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { QueryTypes, UniqueConstraintError } from 'sequelize';
-import { endPortalSessions } from '../services/api/src/portal/portal-links';
+import { endPortalSessions } from '../shared/auth/portal-sessions';
 import { generateApiToken, hashApiToken } from '../services/api/src/users/api-token';
 import { Database } from '../shared/db';
 import { CliIo, CommandError, DatabaseCommand, defaultIo, runAsMain, runDatabaseCli, UsageError } from './cli-support';

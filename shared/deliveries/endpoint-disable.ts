@@ -1,4 +1,5 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
+import { isoTimeSql } from '../db/iso-time-sql';
 import { EPISODE_COLUMNS, EpisodeRow, disabledSet, endpointEventData } from './episodes';
 import { insertOperationalEvent } from './operational-events';
 
@@ -25,8 +26,6 @@ export function disablesEndpoint(e: string, terms: DisableTerms): string {
     AND ${e}.failing_since <= ${after} AND ${e}.updated_at <= ${after}))`;
 }
 
-const ISO_UTC = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-
 // The condition is checked again under the row's lock: of two workers that both saw it
 // hold, or of a success that came between, only the first to commit decides. The disable is
 // part of the endpoint's failure episode (shared/deliveries/episodes.ts).
@@ -34,8 +33,8 @@ const DISABLE = `
   UPDATE webhook_endpoints e
      SET active = false, ${disabledSet('e')}, updated_at = now(),
          disabled_reason = COALESCE($2::text, 'No successful attempt since '
-           || to_char(e.failing_since AT TIME ZONE 'UTC', ${ISO_UTC}) || ' (WEBHOOK_DISABLE_AFTER_S=' || $3::int
-           || '); disabled at ' || to_char(now() AT TIME ZONE 'UTC', ${ISO_UTC}))
+           || ${isoTimeSql('e.failing_since')} || ' (WEBHOOK_DISABLE_AFTER_S=' || $3::int
+           || '); disabled at ' || ${isoTimeSql('now()')})
    WHERE e.id = $1 AND ($4::int IS NULL OR e.origin_epoch = $4) AND ${disablesEndpoint('e', { succeeded: 'false', goneReason: '$2::text', disableAfterS: '$3::int' })}
   RETURNING ${EPISODE_COLUMNS('e')}, e.disabled_reason, e.updated_at`;
 

@@ -1,3 +1,4 @@
+import { isoTimeSql } from '../db/iso-time-sql';
 import { serializeEnvelope } from '../webhook/signing';
 
 /**
@@ -34,7 +35,7 @@ export function splitEnvelope(data: Record<string, unknown>, event: string, hole
  * truncated, as node-postgres reads them), an SQL text expression: the value of a hole of
  * {@link splitEnvelope} that PostgreSQL gives.
  */
-export const isoJsonSql = (column: string): string => `'"' || to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"'`;
+export const isoJsonSql = (column: string): string => `'"' || ${isoTimeSql(column)} || '"'`;
 
 /**
  * The envelope as an SQL text expression: the pieces of {@link splitEnvelope} (SQL

@@ -3,7 +3,7 @@ import type { Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { createDeferredEnqueuedMarks, markEnqueued } from '../deliveries/enqueued-mark';
-import { insertDeliveryJobs, type PostEvent } from '../deliveries/post-events';
+import { insertPostEventJobs, type PostEventName } from '../posts/post-events';
 import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from '../deliveries/relay-rows';
 import { queueRecordedDeliveries } from './deliveries';
 import { currentPartitions, partitionKeyBase } from './partitions';
@@ -52,10 +52,10 @@ export interface Outbox {
    * @param data - the event data of docs/design.md §6 (`pid`, `uuid`, `user_id`, ...)
    * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
    */
-  record(transaction: Transaction, event: PostEvent, data: object): Promise<void>;
+  record(transaction: Transaction, event: PostEventName, data: object): Promise<void>;
   /**
-   * For writers that put the outbox rows in their own statement (shared/deliveries/fan-out.ts
-   * `fanOutClauses`, the api's group commit of creates): once that statement committed, adds
+   * For writers that put the outbox rows in their own statement (a batch of post creates,
+   * shared/posts/create-batch.ts): once that statement committed, adds
    * the jobs and marks the rows `enqueued_at` as {@link record} does after commit, without
    * holding up the caller; when Redis is away, the relay adds them later.
    */
@@ -227,7 +227,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   return {
     async record(transaction, event, data) {
-      enqueueAfterCommit(transaction, await insertDeliveryJobs(sequelize, transaction, event, data));
+      enqueueAfterCommit(transaction, await insertPostEventJobs(sequelize, transaction, event, data));
     },
 
     queueCommitted: enqueueCommitted,

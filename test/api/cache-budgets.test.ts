@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import pino from 'pino';
 import { ByteBudgetCache } from '../../services/api/src/posts/byte-budget-cache';
-import { createPostCache, MAX_CACHED_ENTRY_BYTES, PostCache } from '../../services/api/src/posts/post-cache';
+import { createPostCache, MAX_CACHED_ENTRY_BYTES, PostCache } from '../../shared/posts/post-cache';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
 /** What a string takes in memory at most: two bytes per UTF-16 unit. */

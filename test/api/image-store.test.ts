@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { UploadDirectoryError } from '../../services/api/src/images/errors';
-import { createImageStore } from '../../services/api/src/images/image-store';
+import { UploadDirectoryError } from '../../shared/posts/images/errors';
+import { createImageStore } from '../../shared/posts/images/image-store';
 import { ROOT } from '../support/processes';
 
 describe('image store directory (UPLOAD_DIR)', () => {
@@ -33,7 +33,7 @@ describe('image store directory (UPLOAD_DIR)', () => {
   });
 
   it('when several processes create the same missing directory at once, then every one starts', async () => {
-    const module = path.join(ROOT, 'dist/services/api/src/images/image-store.js');
+    const module = path.join(ROOT, 'dist/shared/posts/images/image-store.js');
     for (const round of [1, 2, 3]) {
       const directory = path.join(root, `round-${round}`, 'storage', 'uploads');
       const codes = await Promise.all(

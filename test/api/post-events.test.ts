@@ -1,5 +1,5 @@
 import { QueryTypes, Transaction } from 'sequelize';
-import type { PostEventData, PostEventName, PostEventRecorder } from '../../services/api/src/posts/post-events';
+import type { PostEventData, PostEventName, PostOutbox } from '../../shared/posts/post-events';
 import { createUser, TestUser } from '../support/factories';
 import { ApiHarness, createApiHarness } from './support/api-harness';
 import { countPosts, findPost } from './support/rows';
@@ -24,7 +24,7 @@ describe('post events (docs/design.md §6)', () => {
    * transaction; a create writes its event in the post's own statement, and its rows wait
    * for the relay here.
    */
-  function createObservingRecorder(): PostEventRecorder {
+  function createObservingRecorder(): PostOutbox {
     const exists = async (pid: number, transaction?: Transaction) =>
       (await harness.db.sequelize.query('SELECT 1 FROM posts WHERE pid = $1', { bind: [pid], type: QueryTypes.SELECT, transaction })).length > 0;
     return {
@@ -35,7 +35,7 @@ describe('post events (docs/design.md §6)', () => {
     };
   }
 
-  const failingRecorder: PostEventRecorder = {
+  const failingRecorder: PostOutbox = {
     record: async () => {
       throw new Error('outbox unavailable');
     },

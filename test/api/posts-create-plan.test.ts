@@ -1,4 +1,5 @@
-import { createPostsSql } from '../../services/api/src/posts/posts-repository';
+import { postIdempotencyClaims } from '../../services/api/src/plugins/idempotency-store';
+import { createBatchSql } from '../../shared/posts/create-batch';
 import { createDatabase, Database } from '../../shared/db';
 import { withRawConnection } from '../../shared/db/raw-query';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
@@ -24,7 +25,7 @@ describe('the plan of a batch of creates', () => {
 
     const plan = await withRawConnection(db.sequelize, async (connection) => {
       // The services' connections plan a prepared statement once (shared/db), as here.
-      await connection.query({ text: `PREPARE create_batch AS ${createPostsSql('random')}` });
+      await connection.query({ text: `PREPARE create_batch AS ${createBatchSql('random', postIdempotencyClaims)}` });
       const [row] = await connection.query<{ 'QUERY PLAN': unknown }>({
         text: `EXPLAIN (FORMAT JSON) EXECUTE create_batch(
           ARRAY[gen_random_uuid()], ARRAY[1], ARRAY['Title'], ARRAY['Body'], ARRAY[NULL]::text[],

@@ -15,20 +15,21 @@ import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue }
 import { CircuitState, readCircuitState } from '../../../shared/endpoint-gate';
 import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
+import { createImageStore } from '../../../shared/posts/images/image-store';
+import { createPostCache } from '../../../shared/posts/post-cache';
+import type { PostOutbox } from '../../../shared/posts/post-events';
+import { createPostsRepository } from '../../../shared/posts/posts-repository';
 import { createErrorHandler } from './error-handler';
 import { requestIdOf } from './request-id';
-import { createImageStore } from './images/image-store';
 import { adminQueuesPlugin } from './plugins/admin-queues';
 import { createCachedCredentialStore } from './plugins/credential-cache';
 import { createCredentialStore } from './plugins/credential-store';
+import { postIdempotencyClaims } from './plugins/idempotency-store';
 import { dashboardPlugin } from './plugins/dashboard';
 import { listReaderPlugin } from './plugins/list-reader';
 import { portalPagePlugin } from './plugins/portal-page';
 import { swaggerPlugin } from './plugins/swagger';
 import { createCachedPostReader } from './posts/cached-post-reader';
-import { createPostCache } from './posts/post-cache';
-import type { PostEventRecorder } from './posts/post-events';
-import { createPostsRepository } from './posts/posts-repository';
 import { collectQueueMetrics } from './queue-metrics';
 import type { ApiRoutes, Layout } from './routes/api-routes';
 import { layoutA } from './routes/layout-a';
@@ -39,7 +40,7 @@ import { portalRoutes } from './routes/portal';
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
   /** Records post events in the post's transaction; default: the outbox over `queue` (docs/design.md §6). */
-  postEvents?: PostEventRecorder;
+  postEvents?: PostOutbox;
   database?: Database;
   redis?: RedisClient;
   /** The producer side of the `webhooks` queue; default: one over `redis`. */
@@ -57,8 +58,6 @@ export interface AppDeps {
 
 const LAYOUTS: Record<Config['apiLayout'], Layout> = { a: layoutA, b: layoutB };
 
-// Cached Layout A reads expire after this even if an invalidation was lost to a Redis outage, seconds.
-const CACHE_TTL_SECONDS = 300;
 const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
@@ -143,8 +142,15 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.register(portalPagePlugin, { frameAncestors: config.portalFrameAncestors });
 
   const images = createImageStore(config.uploadDir);
-  const cache = createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log });
-  const posts = createPostsRepository({ sequelize: database.sequelize, events: postEvents, cache, removeImage: images.remove, log: app.log });
+  const cache = createPostCache(redis, { prefix: config.redisPrefix, log: app.log });
+  const posts = createPostsRepository({
+    sequelize: database.sequelize,
+    events: postEvents,
+    cache,
+    claims: postIdempotencyClaims,
+    removeImage: images.remove,
+    log: app.log,
+  });
   const postReader = config.apiLayout === 'a' ? createCachedPostReader(posts, cache) : posts;
 
   if (config.apiLayout === 'a') {
@@ -169,8 +175,6 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
     prefix: '/api/v1',
     config,
     credentials,
-    // Layout A's reads need the post cache's write generation: the rate limit's round trip reads it on the way.
-    rateLimitCompanion: config.apiLayout === 'a' ? cache.companion : undefined,
     posts,
     postReader,
     images,

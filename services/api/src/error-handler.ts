@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../../shared/db';
 import { ApiError } from './errors';
-import { UnsupportedImageError } from './images/errors';
+import { UnsupportedImageError } from '../../../shared/posts/images/errors';
 
 /** Renders a status and a client-safe message in a layout's error shape. */
 export type ErrorBody = (statusCode: number, message: string) => object;

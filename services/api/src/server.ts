@@ -5,7 +5,7 @@ import { failIfPortUnusable, failStart } from '../../../shared/logging';
 import { createRedis, whenReady } from '../../../shared/redis';
 import { startTracing } from '../../../shared/tracing';
 import { buildApp } from './app';
-import { UploadDirectoryError } from './images/errors';
+import { UploadDirectoryError } from '../../../shared/posts/images/errors';
 
 /** The URL with its password masked, for messages. */
 function redact(url: string): string {

@@ -7,11 +7,11 @@ import { healthRoutes } from '../../../shared/http/health-routes';
 import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { serverTimeouts } from '../../../shared/http/server-timeouts';
 import { type Metrics, createMetrics, metricsPlugin } from '../../../shared/metrics';
-import { insertDeliveries } from '../../../shared/deliveries/post-events';
 import { type RedisClient, createRedis, describeRedisTarget, logRedisOutages } from '../../../shared/redis';
-import { createImageStore } from '../../api/src/images/image-store';
-import { createPostCache } from '../../api/src/posts/post-cache';
-import { createPostsRepository } from '../../api/src/posts/posts-repository';
+import { createImageStore } from '../../../shared/posts/images/image-store';
+import { createPostCache } from '../../../shared/posts/post-cache';
+import { createPostDeletions } from '../../../shared/posts/post-deletions';
+import { relayedPostEvents } from '../../../shared/posts/post-events';
 import { webhookRoutes } from './routes/webhooks';
 import { loggerOptions } from '../../../shared/logging';
 
@@ -24,13 +24,10 @@ export interface ReceiverDeps {
   metrics?: Metrics;
 }
 
-// Matches the api's: the receiver only invalidates, so this bounds nothing it writes.
-const CACHE_TTL_SECONDS = 300;
-
 /**
  * Builds the receiver (docs/design.md §1, §8) and never listens: `POST /webhooks/users`,
  * `POST /webhooks/posts`, `GET /health`, `GET /ready` (database reachable), `GET /metrics`.
- * A user's posts are deleted through the api's posts repository, so Layout A's cache in Redis
+ * A user's posts are deleted through the posts module (shared/posts), so Layout A's cache in Redis
  * (REDIS_URL, REDIS_PREFIX) is invalidated and their images leave UPLOAD_DIR. Redis being
  * away degrades to a logged, TTL-bounded stale cache, never a failed webhook.
  * `app.close()` closes the database and the Redis connection.
@@ -49,15 +46,11 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
   await app.register(metricsPlugin, { metrics: deps.metrics ?? createMetrics('receiver') });
   await app.register(healthRoutes, { checks: { database: () => app.db.ping() } });
 
-  const posts = createPostsRepository({
+  const posts = createPostDeletions({
     sequelize: database.sequelize,
     // No queue here: the rows wait for the api's outbox relay (docs/design.md §6).
-    events: {
-      record: async (transaction, event, data) => void (await insertDeliveries(database.sequelize, transaction, event, data)),
-      // The receiver creates no posts; rows a create wrote would wait for the relay too.
-      queueCommitted: () => undefined,
-    },
-    cache: createPostCache(redis, { prefix: config.redisPrefix, ttlSeconds: CACHE_TTL_SECONDS, log: app.log }),
+    events: relayedPostEvents(database.sequelize),
+    cache: createPostCache(redis, { prefix: config.redisPrefix, log: app.log }),
     removeImage: images.remove,
     log: app.log,
   });

@@ -2,7 +2,7 @@ import pino from 'pino';
 import { QueryTypes } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { Database, createDatabase } from '../../../shared/db';
-import type { PostEvent } from '../../../shared/deliveries/post-events';
+import type { PostEventName } from '../../../shared/posts/post-events';
 import { Outbox, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
 import { createRedis, RedisClient } from '../../../shared/redis';
 import { WebhookWorker, WebhookWorkerOptions, createWebhookWorker } from '../../../services/webhook-worker/src/worker';
@@ -99,7 +99,7 @@ export function buildPostData(overrides: Record<string, unknown> = {}): Record<s
 }
 
 /** Records a post event in its own committed transaction, as the posts repository does. */
-export async function recordEvent(producer: Producer, event: PostEvent, data: object = buildPostData()): Promise<void> {
+export async function recordEvent(producer: Producer, event: PostEventName, data: object = buildPostData()): Promise<void> {
   await producer.db.sequelize.transaction((transaction) => producer.outbox.record(transaction, event, data));
 }
 

@@ -1,14 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { IdempotencyOwner, PostIdempotencyClaims } from '../../../../shared/posts/idempotency';
 
 // Every statement on idempotency_keys (docs/design.md §12, §15): the plugin's claims and answers, and
 // the pid a create records in its post's own commit.
 
-/** Who holds an idempotency key: the principal (`user:<id>` or `key:<id>`) and the key. */
-export interface IdempotencyOwner {
-  principal: string;
-  key: string;
-}
 type Owner = IdempotencyOwner;
 
 /** An answer as recorded under a key and replayed: status, body text and content type. */
@@ -119,44 +115,21 @@ export function createIdempotencyStore(sequelize: Sequelize, log: FastifyBaseLog
 }
 
 /**
- * For a CTE of a statement that creates posts: an UPDATE recording each new post's pid under
- * the Idempotency-Key of the request that made it, in the post's own commit, for a retry
- * whose first request died before it could answer (docs/design.md §15). `rows` is a FROM list; the
- * `columns` name, in it, the pid and the claim's principal and key (null for a request
- * without one). A key that records a post already keeps it: the statement must also insert
- * no post for it ({@link lockClaimsSql}).
+ * The posts module's port onto `idempotency_keys` (shared/posts/idempotency.ts): the SQL a
+ * batch of creates runs to link each post to its request's key in the post's own commit.
  */
-export function recordPostPidsSql(rows: string, columns: { pid: string; principal: string; key: string }): string {
-  return `UPDATE idempotency_keys k SET post_pid = ${columns.pid}
+export const postIdempotencyClaims: PostIdempotencyClaims = {
+  recordPidsSql: (rows, columns) => `UPDATE idempotency_keys k SET post_pid = ${columns.pid}
         FROM ${rows}
-       WHERE k.principal = ${columns.principal} AND k.idempotency_key = ${columns.key} AND k.post_pid IS NULL`;
-}
-
-/**
- * For a CTE of a statement that creates posts, before the insert: locks the Idempotency-Key
- * row of each input row with a claim and gives `(ord, post_pid)`, the pid being the latest
- * committed one. A key taken over after its lease lapsed has two holders; the row lock makes
- * the second wait for the first's commit and then see its post, so the statement inserts a
- * post only for a key that records none ({@link recordPostPidsSql}). `input` is a relation
- * with the columns `ord`, `claim_principal` and `claim_key`. One primary-key probe per row.
- */
-export function lockClaimsSql(input: string): string {
-  return `SELECT i.ord, k.post_pid FROM ${input} i
+       WHERE k.principal = ${columns.principal} AND k.idempotency_key = ${columns.key} AND k.post_pid IS NULL`,
+  lockSql: (input) => `SELECT i.ord, k.post_pid FROM ${input} i
        CROSS JOIN LATERAL (
          SELECT post_pid FROM idempotency_keys k
           WHERE k.principal = i.claim_principal AND k.idempotency_key = i.claim_key
             FOR UPDATE
-       ) k`;
-}
-
-/**
- * The posts the Idempotency-Keys `(principals[i], keys[i])` record: one row per key recording
- * a pid, with `post_pid` and the post's columns `columns` (all null when the post no longer
- * exists). $1 the principals, $2 the keys.
- */
-export function recordedPostsSql(columns: string): string {
-  return `SELECT c.principal, c.key, k.post_pid, ${columns}
+       ) k`,
+  recordedPostsSql: (columns) => `SELECT c.principal, c.key, k.post_pid, ${columns}
       FROM unnest($1::text[], $2::text[]) AS c(principal, key)
       JOIN idempotency_keys k ON k.principal = c.principal AND k.idempotency_key = c.key AND k.post_pid IS NOT NULL
-      LEFT JOIN posts p ON p.pid = k.post_pid`;
-}
+      LEFT JOIN posts p ON p.pid = k.post_pid`,
+};

@@ -12,10 +12,11 @@ import type { Sequelize, Transaction } from 'sequelize';
 import { isOutcomeUnknown } from '../../../../shared/db';
 import type { InCommit } from '../../../../shared/queue';
 import { ApiError } from '../errors';
-import { IdempotencyOwner, StoredAnswer, createIdempotencyStore } from './idempotency-store';
+import type { IdempotencyOwner } from '../../../../shared/posts/idempotency';
+import { StoredAnswer, createIdempotencyStore } from './idempotency-store';
 import { rateLimitKey } from './rate-limit';
 
-export type { IdempotencyOwner, StoredAnswer } from './idempotency-store';
+export type { StoredAnswer } from './idempotency-store';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

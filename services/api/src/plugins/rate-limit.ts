@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ErrorBody } from '../error-handler';
 import type { GuardHook } from './auth';
-import { coalescingRedisCounter, type CountCompanion } from './rate-limit-store';
+import { coalescingRedisCounter } from './rate-limit-store';
 
 export interface RateLimitOptions {
   /** RATE_LIMIT_PER_MIN; 0 turns the limit off. */
@@ -10,8 +10,6 @@ export interface RateLimitOptions {
   prefix: string;
   /** The layout's error shape. */
   errorBody: ErrorBody;
-  /** A key to read along with each count (Layout A: the post cache's write generation). */
-  companion?: CountCompanion;
 }
 
 const WINDOW_MS = 60_000;
@@ -39,9 +37,9 @@ export function rateLimitKey(request: FastifyRequest): string {
  *
  * @returns a guard step to run once the principal is known (or known to be missing); null when off
  */
-export function createRateLimitGuard(app: FastifyInstance, { perMinute, prefix, errorBody, companion }: RateLimitOptions): GuardHook | null {
+export function createRateLimitGuard(app: FastifyInstance, { perMinute, prefix, errorBody }: RateLimitOptions): GuardHook | null {
   if (perMinute === 0) return null;
-  const counter = coalescingRedisCounter(app.redis, `${prefix}:rate-limit:`, WINDOW_MS, companion);
+  const counter = coalescingRedisCounter(app.redis, `${prefix}:rate-limit:`, WINDOW_MS);
   return async (request, reply) => {
     const key = rateLimitKey(request);
     let counted;

@@ -1,7 +1,7 @@
 import { ByteBudgetCache } from './byte-budget-cache';
-import { type CacheEntry, MAX_CACHED_ENTRY_BYTES, type PostCache } from './post-cache';
-import type { PostRecord } from './post-record';
-import type { PostPage, PostsRepository } from './posts-repository';
+import { type CacheEntry, MAX_CACHED_ENTRY_BYTES, type PostCache } from '../../../../shared/posts/post-cache';
+import type { PostRecord } from '../../../../shared/posts/post-record';
+import type { PostPage, PostsRepository } from '../../../../shared/posts/posts-repository';
 
 /**
  * Layout A's reads: the repository's reads through the Redis cache (docs/design.md §3).

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Config } from '../../../../shared/config';
 import type { ErrorBody } from '../error-handler';
-import type { ImageStore } from '../images/image-store';
+import type { ImageStore } from '../../../../shared/posts/images/image-store';
 import type { AuthenticatedUser } from '../plugins/auth';
 import type { CredentialStore } from '../plugins/credential-store';
-import type { CountCompanion } from '../plugins/rate-limit-store';
 import type { PostReader } from '../posts/cached-post-reader';
-import type { PostsRepository } from '../posts/posts-repository';
+import type { PostsRepository } from '../../../../shared/posts/posts-repository';
 
 /** What every route plugin mounted under /api/v1 receives as its options. */
 export interface ApiRouteOptions {
@@ -28,7 +27,7 @@ export type ApiRoutes = FastifyPluginAsync<ApiRouteOptions>;
 export interface Layout {
   errorBody: ErrorBody;
   /** Mounts `routes` behind the layout's auth (over `credentials`), plus its unknown-endpoint answer. */
-  plugin: FastifyPluginAsync<ApiRouteOptions & { routes: ApiRoutes[]; credentials: CredentialStore; rateLimitCompanion?: CountCompanion }>;
+  plugin: FastifyPluginAsync<ApiRouteOptions & { routes: ApiRoutes[]; credentials: CredentialStore}>;
   postsRoutes: ApiRoutes;
 }
 

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import Joi from 'joi';
 import type { Sequelize, Transaction } from 'sequelize';
-import { endPortalSessions } from '../../../api/src/portal/portal-links';
-import type { PostsRepository } from '../../../api/src/posts/posts-repository';
+import { endPortalSessions } from '../../../../shared/auth/portal-sessions';
+import type { PostDeletions } from '../../../../shared/posts/post-deletions';
 import type { AfterCommit } from '../inbox';
 
 /** Events that create or update a user (upsert by user_id). */
@@ -59,7 +59,7 @@ export class UserEventError extends Error {
 export interface UserEventDeps {
   sequelize: Sequelize;
   /** The api's posts repository: deletes a user's posts as the api would (events, cache, images). */
-  posts: Pick<PostsRepository, 'deleteAllByOwner' | 'forgetDeleted'>;
+  posts: PostDeletions;
   /**
    * Tells every api process that the user's credentials changed (deleted, token replaced or
    * revoked), so none keeps accepting a cached token. Called after the commit.

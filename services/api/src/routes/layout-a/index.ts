@@ -19,16 +19,11 @@ const INVALID_ENDPOINT = { status: 401, message: 'Invalid or missing endpoint.' 
 export const layoutA: Layout = {
   errorBody: (status, message) => ({ status, message }),
   postsRoutes: postsRoutesA,
-  plugin: async (app, { routes, config, posts, postReader, images, credentials, rateLimitCompanion }) => {
+  plugin: async (app, { routes, config, posts, postReader, images, credentials }) => {
     await app.register(multipart, { limits: { fileSize: 2 * MEGABYTE, files: 1, fields: 10, fieldSize: MEGABYTE, parts: 11 } });
     const isPostsRoute = postsRouteTest(app.prefix);
     // Service keys act for no user: the posts routes refuse them like any unknown credential (docs/design.md §4).
-    const rateLimit = createRateLimitGuard(app, {
-      perMinute: config.rateLimitPerMin,
-      prefix: config.redisPrefix,
-      errorBody: layoutA.errorBody,
-      companion: rateLimitCompanion,
-    });
+    const rateLimit = createRateLimitGuard(app, { perMinute: config.rateLimitPerMin, prefix: config.redisPrefix, errorBody: layoutA.errorBody });
     const authenticate = chainGuards(
       createAuthHook({
         store: credentials,

@@ -1,9 +1,9 @@
 import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../errors';
 import { idempotencyClaimOf } from '../../plugins/idempotency';
-import { RecordedPostGoneError } from '../../posts/errors';
-import type { PostRecord } from '../../posts/post-record';
-import type { PostPage } from '../../posts/posts-repository';
+import { RecordedPostGoneError } from '../../../../../shared/posts/errors';
+import type { PostRecord } from '../../../../../shared/posts/post-record';
+import type { PostPage } from '../../../../../shared/posts/posts-repository';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaA, deletePostSchemaA, getPostA, listPostsA, updatePostSchemaA } from '../../schemas/layout-a';
 import { ApiRoutes, currentUser } from '../api-routes';

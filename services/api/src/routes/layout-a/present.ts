@@ -1,4 +1,4 @@
-import type { PostRecord } from '../../posts/post-record';
+import type { PostRecord } from '../../../../../shared/posts/post-record';
 
 /** Builds Layout A's post shapes (docs/design.md §5) with absolute URLs under APP_URL. */
 export function createLayoutAPresenter(appUrl: string) {

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../../../../shared/db';
 import { RequestValidationError } from '../../errors';
 import { idempotencyClaimOf } from '../../plugins/idempotency';
-import { RecordedPostGoneError } from '../../posts/errors';
+import { RecordedPostGoneError } from '../../../../../shared/posts/errors';
 import { joiValidatorCompiler } from '../../schemas/joi-validation';
 import { createPostSchemaB, deletePostSchemaB, getPostB, listPostsB, updatePostSchemaB } from '../../schemas/layout-b';
 import { ApiRoutes, currentUser } from '../api-routes';

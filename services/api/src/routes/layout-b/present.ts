@@ -1,4 +1,4 @@
-import type { PostRecord } from '../../posts/post-record';
+import type { PostRecord } from '../../../../../shared/posts/post-record';
 
 /** Layout B's post object (docs/design.md §5); pid is a string, as the B model declares it. */
 export function presentPostB(post: PostRecord) {

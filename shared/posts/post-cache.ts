@@ -1,4 +1,4 @@
-import { isCluster, type RedisClient } from '../../../../shared/redis';
+import { isCluster, type RedisClient } from '../redis';
 import type { FastifyBaseLogger } from 'fastify';
 
 /** A cached read: one post by pid, or one page of the newest-first list. */
@@ -14,15 +14,13 @@ export interface PostCache {
   /**
    * The current write generation, as read after the request arrived (or, without `arrivedAt`,
    * after this call): read it before the database so a racing write cannot be cached over, and
-   * compare it with a copy's to know the copy current. A read sent along with another round
-   * trip after `arrivedAt` ({@link GenerationCompanion}) answers at once; otherwise the calls of
-   * one event-loop turn share one GET, sent at the end of the turn. Null on failure.
+   * compare it with a copy's to know the copy current. A GET of this cache sent after
+   * `arrivedAt` answers at once; otherwise the calls of one event-loop turn share one GET,
+   * sent at the end of the turn. Null on failure.
    *
    * @param arrivedAt - when the request arrived, `performance.now()` ms
    */
   generation(arrivedAt?: number): Promise<string | null>;
-  /** Lets another round trip to the same Redis read the generation on the way (the rate limit's). */
-  readonly companion: GenerationCompanion;
   /**
    * Stores `json` only if no write happened since `generation` was read, it is at most
    * {@link MAX_CACHED_ENTRY_BYTES}, and its kind's byte budget has room for it.
@@ -41,21 +39,11 @@ for i = 2, #KEYS, 1000 do
 end
 return 1`;
 
-/**
- * A read of the write generation made by someone else's round trip to the same Redis: they
- * read `key` (a missing key is generation '0') and hand over what they read with the
- * `performance.now()` ms at which their command was sent.
- */
-export interface GenerationCompanion {
-  key: string;
-  seen(generation: string, sentAt: number): void;
-}
-
 export interface PostCacheOptions {
   /** Key prefix (REDIS_PREFIX); keys are `<prefix>:posts:*`. */
   prefix: string;
-  /** Safety net for an invalidation lost to a Redis outage, seconds. */
-  ttlSeconds: number;
+  /** Safety net for an invalidation lost to a Redis outage, seconds. Default {@link POST_CACHE_TTL_SECONDS}. */
+  ttlSeconds?: number;
   log: FastifyBaseLogger;
   /** What the list pages of one generation may take in Redis together, bytes. Default 16 MiB. */
   listsMaxBytes?: number;
@@ -65,6 +53,9 @@ export interface PostCacheOptions {
    */
   postsMaxBytesPerTtl?: number;
 }
+
+/** How long a cached Layout A read lives even if an invalidation was lost to a Redis outage, seconds. */
+export const POST_CACHE_TTL_SECONDS = 300;
 
 /** The largest entry (a post's or a page's JSON, UTF-8) the cache keeps, in Redis or in memory, bytes. */
 export const MAX_CACHED_ENTRY_BYTES = 1024 * 1024;
@@ -109,7 +100,7 @@ return 1`;
  */
 export function createPostCache(
   redis: RedisClient,
-  { prefix, ttlSeconds, log, listsMaxBytes = 16 * 1024 * 1024, postsMaxBytesPerTtl = 8 * 1024 * 1024 }: PostCacheOptions,
+  { prefix, ttlSeconds = POST_CACHE_TTL_SECONDS, log, listsMaxBytes = 16 * 1024 * 1024, postsMaxBytesPerTtl = 8 * 1024 * 1024 }: PostCacheOptions,
 ): PostCache {
   const base = isCluster(redis) && !/^\{[^{}]+\}$/.test(prefix) ? `${prefix}:{posts}` : `${prefix}:posts`;
   const generationKey = `${base}:generation`;
@@ -150,7 +141,6 @@ export function createPostCache(
         return null;
       }
     },
-    companion: { key: generationKey, seen },
     generation(arrivedAt) {
       if (arrivedAt !== undefined && latest.sentAt >= arrivedAt) return Promise.resolve(latest.generation);
       return new Promise((resolve) => {
