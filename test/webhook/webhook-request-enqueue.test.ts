@@ -1,8 +1,6 @@
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { InvalidWebhookError } from '../../shared/queue';
-import { EncryptionError, LogicError, WebhookRequest, deriveSecret, verifyHex } from '../../shared/webhook';
-import { createWebhookProducer } from '../../shared/webhook/enqueue';
+import { EncryptionError, InvalidWebhookError, LogicError, WebhookRequest, createWebhookProducer, deriveSecret, verifyHex } from '../../shared';
 import { type TestEnvironment, createTestEnvironment } from '../support/environment';
 import { type RecordedRequest, type RecordingServer, startRecordingServer } from '../support/recording-server';
 import { createProducer, eventually, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
