@@ -3,5 +3,5 @@
 // `shared/webhook`, which loads neither Sequelize nor BullMQ.
 export * from './webhook';
 export * from './deliveries/webhook-producer';
-export { WEBHOOK_METHODS, enqueueWebhook, type EnqueueWebhookOptions, type WebhookMethod } from './queue/deliveries';
+export { WEBHOOK_METHODS, enqueueWebhook, type EnqueueWebhookOptions, type WebhookMethod } from './deliveries/enqueue';
 export { InvalidWebhookError } from './queue/errors';

@@ -1,6 +1,6 @@
 import { type Config, loadConfig } from '../config';
 import { type Database, createDatabase } from '../db';
-import { type WebhookMethod, enqueueWebhook } from '../queue/deliveries';
+import { type WebhookMethod, enqueueWebhook } from './enqueue';
 import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
 import { closeRedis, createRedis, describeRedisTarget, logRedisOutages, RedisClient, RedisTarget, whenReady } from '../redis';
 import type { WebhookToEnqueue } from '../webhook/queue-binding';

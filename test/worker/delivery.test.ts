@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../shared/config';
 import { Metrics, createMetrics } from '../../shared/metrics';
-import { enqueueWebhook } from '../../shared/queue';
+import { enqueueWebhook } from '../../shared/deliveries/enqueue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
@@ -308,7 +308,7 @@ describe('webhook worker: delivery', () => {
       return rows[0]?.status === 'failed' && rows;
     });
     receiver.setReply({ status: 500 });
-    const { redeliverWebhook } = await import('../../shared/queue');
+    const { redeliverWebhook } = await import('../../shared/deliveries/enqueue');
 
     await redeliverWebhook(producer, delivery.id);
 

@@ -1,6 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import { Webhook } from 'standardwebhooks';
-import { addDeliveryJobs, redeliverWebhook } from '../../shared/queue';
+import { addDeliveryJobs } from '../../shared/queue';
+import { redeliverWebhook } from '../../shared/deliveries/enqueue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { createUser } from '../support/factories';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';

@@ -4,7 +4,7 @@ import { QueryTypes } from 'sequelize';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../shared/config';
 import { BUILT_IN_EVENT_TYPES } from '../../shared/operations';
-import { enqueueWebhook } from '../../shared/queue';
+import { enqueueWebhook } from '../../shared/deliveries/enqueue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { createUser } from '../support/factories';
 import { RecordedRequest, RecordingServer, startRecordingServer } from '../support/recording-server';

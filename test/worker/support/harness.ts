@@ -3,7 +3,8 @@ import { QueryTypes } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { Database, createDatabase } from '../../../shared/db';
 import type { PostEvent } from '../../../shared/deliveries/post-events';
-import { Outbox, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
+import { WebhookQueue, createWebhookQueue } from '../../../shared/queue';
+import { Outbox, createOutbox } from '../../../shared/deliveries/outbox';
 import { createRedis, RedisClient } from '../../../shared/redis';
 import { WebhookWorker, WebhookWorkerOptions, createWebhookWorker } from '../../../services/webhook-worker/src/worker';
 

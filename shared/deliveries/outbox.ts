@@ -2,12 +2,12 @@ import type { RedisClient } from '../redis';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { createDeferredEnqueuedMarks, markEnqueued } from '../deliveries/enqueued-mark';
-import { insertDeliveryJobs, type PostEvent } from '../deliveries/post-events';
-import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from '../deliveries/relay-rows';
-import { queueRecordedDeliveries } from './deliveries';
-import { currentPartitions, partitionKeyBase } from './partitions';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
+import { createDeferredEnqueuedMarks, markEnqueued } from './enqueued-mark';
+import { insertDeliveryJobs, type PostEvent } from './post-events';
+import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from './relay-rows';
+import { queueRecordedDeliveries } from './enqueue';
+import { currentPartitions, partitionKeyBase } from '../queue/partitions';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from '../queue/webhook-queue';
 
 /** Dependencies and tuning of {@link createOutbox}. */
 export interface OutboxOptions {
