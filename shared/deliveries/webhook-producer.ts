@@ -106,7 +106,7 @@ async function enqueueRequest(webhook: WebhookToEnqueue, producer: WebhookProduc
   const deps = producer ?? (await openDefaultProducer());
   await deps.ready;
   // Any other method is refused there with InvalidWebhookError.
-  return await enqueueWebhook({ ...webhook, method: webhook.method as WebhookMethod }, deps);
+  return enqueueWebhook({ ...webhook, method: webhook.method as WebhookMethod }, deps);
 }
 
 async function closeDefaultProducer(): Promise<void> {

@@ -10,7 +10,8 @@ import { createOutbox } from '../../shared/deliveries/outbox';
 import { createRedis } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
-import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, silentLogger } from '../worker/support/harness';
+import { addEndpoint, buildPostData, createProducer, deliveryRows, Producer, recordEvent, resetAndClose, silentLogger } from '../worker/support/harness';
+import { waitFor } from '../support/wait-for';
 
 describe('outbox', () => {
   let env: TestEnvironment;
@@ -40,7 +41,7 @@ describe('outbox', () => {
     await recordEvent(producer, 'post.created');
 
     // The enqueue runs after commit without holding up the committer.
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const found = await deliveryRows(producer.db);
       return found.every((row) => row.enqueuedAt !== null) && found;
     });
@@ -79,7 +80,7 @@ describe('outbox', () => {
     const [row] = await deliveryRows(producer.db);
     expect(row.enqueuedAt).toBeNull();
     expect(await producer.queue.getJob(row.id)).toBeUndefined();
-    const result = await eventually(async () => {
+    const result = await waitFor(async () => {
       const pass = await producer.outbox.relayOnce();
       return pass.enqueued > 0 && pass;
     }, 5_000, 'relay');
@@ -136,7 +137,7 @@ describe('outbox', () => {
   it('When a worker claims a committed row before its enqueued mark is due, then the claim alone marks it and the row still waiting is marked within the relay grace', async () => {
     await addEndpoint(producer.db, 'http://127.0.0.1:9/second');
     await recordEvent(producer, 'post.created');
-    const [claimed, waiting] = await eventually(async () => {
+    const [claimed, waiting] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       const queued = await Promise.all(rows.map(async (row) => (await producer.queue.getJob(row.id)) !== undefined));
       return rows.length === 2 && queued.every(Boolean) && rows;
@@ -166,7 +167,7 @@ describe('outbox', () => {
     const [row] = await deliveryRows(producer.db);
     await producer.queue.remove(row.id);
 
-    const pass = await eventually(async () => {
+    const pass = await waitFor(async () => {
       const result = await producer.outbox.relayOnce();
       return result.revived > 0 && result;
     }, 5_000, 'revival');

@@ -104,22 +104,6 @@ export async function recordEvent(producer: Producer, event: PostEvent, data: ob
   await producer.db.sequelize.transaction((transaction) => producer.outbox.record(transaction, event, data));
 }
 
-type Falsy = false | null | undefined | 0 | '';
-
-/** Polls `check` every 25 ms until it returns a truthy value; rejects after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => Promise<T | Falsy> | T | Falsy,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<Exclude<T, Falsy>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as Exclude<T, Falsy>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 /** Delivery rows as the tests look at them. */
 /** Every delivery row, oldest first, its `body` read from its event (docs/design.md §3: stored once). */
