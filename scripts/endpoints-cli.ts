@@ -24,7 +24,7 @@ import {
   rotateEndpointSecret,
   updateEndpoint,
 } from '../shared/operations';
-import { createWebhookProducer } from '../shared/webhook/enqueue';
+import { createWebhookProducer } from '../shared/deliveries/webhook-producer';
 
 const USAGE = `usage:
   npm run endpoints -- add --url URL [--events e1,e2] [--secret S] [--description D]

@@ -125,7 +125,7 @@ export async function runWebhookCli(argv: string[], output: CliOutput, env: Node
 
 async function enqueue(hook: WebhookRequest, output: CliOutput, config: Config): Promise<number> {
   // Imported here so that sending now never loads Sequelize and BullMQ.
-  const { createWebhookProducer } = await import('../shared/webhook/enqueue');
+  const { createWebhookProducer } = await import('../shared/deliveries/webhook-producer');
   const producer = createWebhookProducer(config);
   try {
     const id = await hook.enqueue(producer);

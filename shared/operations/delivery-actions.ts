@@ -1,14 +1,6 @@
 import { QueryTypes } from 'sequelize';
-import {
-  DeliveryDeps,
-  DeliveryNotFoundError,
-  InCommit,
-  QueueUnavailableError,
-  isQueueReady,
-  queueReattempts,
-  queueRecordedDeliveries,
-  redeliverWebhook,
-} from '../queue';
+import { DeliveryNotFoundError, QueueUnavailableError, isQueueReady } from '../queue';
+import { DeliveryDeps, InCommit, queueReattempts, queueRecordedDeliveries, redeliverWebhook } from '../deliveries/enqueue';
 import { findById, keyOfId } from '../db/partitions';
 import { eventDataOf, eventEnvelope } from '../deliveries/event-data';
 import { insertEventDeliveryJobs } from '../deliveries/fan-out';

@@ -1,4 +1,5 @@
-import { DeliveryDeps, DeliveryJob, isQueueReady, queueRecordedDeliveries, QueueUnavailableError } from '../queue';
+import { DeliveryJob, isQueueReady, QueueUnavailableError } from '../queue';
+import { DeliveryDeps, queueRecordedDeliveries } from '../deliveries/enqueue';
 import { gateKeyOf } from '../endpoint-gate';
 import { insertReplayDeliveries } from '../deliveries/replay';
 import { findVisibleEndpoint } from './endpoints';

@@ -1,6 +1,7 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { DeliveryJob } from '../queue/webhook-queue';
 import { insertEventDeliveryJobs } from '../deliveries/fan-out';
+import type { Outbox } from '../deliveries/outbox';
 
 /** The post events of docs/design.md §6. */
 export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
@@ -56,6 +57,21 @@ export interface PostOutbox extends PostEventRecorder {
  */
 export async function insertPostEventJobs(sequelize: Sequelize, transaction: Transaction, event: PostEventName, data: object): Promise<DeliveryJob[]> {
   return insertEventDeliveryJobs(sequelize, transaction, { kind: 'post', event, data, ownerUserId: ownerOf(data) });
+}
+
+/**
+ * The api's post events over its outbox: each event's row and one delivery per endpoint that
+ * receives it (operator endpoints and those of the post's owner, `data.user_id`; docs/design.md
+ * §6 ownership) are written inside the change's transaction, so they commit or roll back with
+ * it; after commit the outbox adds the jobs without holding up the caller.
+ *
+ * @throws EncryptionError (shared/webhook), from `record`, when `data` is empty or not serialisable
+ */
+export function postOutboxOf(sequelize: Sequelize, outbox: Pick<Outbox, 'queueAfterCommit' | 'queueCommitted'>): PostOutbox {
+  return {
+    record: async (transaction, event, data) => outbox.queueAfterCommit(transaction, await insertPostEventJobs(sequelize, transaction, event, data)),
+    queueCommitted: (jobs) => outbox.queueCommitted(jobs),
+  };
 }
 
 /**

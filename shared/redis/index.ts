@@ -1,12 +1,7 @@
 import Redis, { Cluster, ClusterOptions, RedisOptions, SentinelConnectionOptions, SentinelConnector } from 'ioredis';
+import type { RedisClient } from './client';
 
-/**
- * Every Redis connection of this system: one Redis (REDIS_URL), the primary a set of Redis
- * Sentinels names (REDIS_SENTINELS), or a Redis Cluster (REDIS_CLUSTER_NODES, docs/design.md §13).
- * All speak the same commands; code that needs more than commands (`nodes()`, `duplicate()`)
- * checks {@link isCluster}.
- */
-export type RedisClient = Redis | Cluster;
+export type { RedisClient } from './client';
 
 /**
  * Where Redis is: the part of `Config` this module reads, so `createRedis(config, ...)` fits.

@@ -1,4 +1,4 @@
-import type { RedisClient } from './index';
+import type { RedisClient } from './client';
 
 /** The logger methods an outage log uses (pino and Fastify's logger both fit). */
 export interface OutageLogger {

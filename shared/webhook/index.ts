@@ -7,6 +7,4 @@ export { encodeJson } from './envelope';
 export * from './verify-incoming';
 export * from './http-client';
 export * from './webhook-request';
-// Types only: `createWebhookProducer` loads Sequelize and BullMQ, so it is imported from
-// `shared/webhook/enqueue` by the code that wants them.
-export type { WebhookProducer, WebhookProducerDeps } from './enqueue';
+export type { EnqueueTarget, WebhookQueueBinding, WebhookToEnqueue } from './queue-binding';

@@ -1,12 +1,11 @@
 import type http from 'node:http';
 import type { AxiosResponse } from 'axios';
 import { loadConfig } from '../config';
-import type { WebhookMethod } from '../queue/deliveries';
-import type { WebhookProducer, WebhookProducerDeps } from './enqueue';
 import { type EnvelopeConfig, encodeJson, serializeEnvelope } from './envelope';
 import { EncryptionError, LogicError, RequestError } from './errors';
 import { type EncodedPayload, SEND_FIELDS, type SendField, encodeForField } from './payload-encoding';
 import { createWebhookHttpClient } from './http-client';
+import type { EnqueueTarget, WebhookQueueBinding } from './queue-binding';
 import {
   DEFAULT_SIGNATURE_HEADER,
   type HmacAlgo,
@@ -57,13 +56,15 @@ const client = createWebhookHttpClient();
  * `http_build_query()` does and the signature covers the encoded HTTP body; for `query`, it
  * covers the query string this call appends to the URL.
  *
- * `enqueue()` hands the webhook to the webhook-worker instead (docs/design.md §6); it loads the queue
- * and database modules only when first called, so code that only signs and sends never does.
+ * `enqueue()` hands the webhook to the webhook-worker instead (docs/design.md §6). This module loads
+ * no queue or database code: the queue side (shared/deliveries/webhook-producer.ts, which the
+ * package entry `shared/index.ts` loads) registers itself with {@link WebhookRequest.bindQueue},
+ * so code that only signs and sends never loads Sequelize or BullMQ.
  */
 export class WebhookRequest {
   private static defaults: WebhookRequestOptions = {};
-  /** The process-wide producer of `enqueue()` without an argument, opened on first use. */
-  private static defaultProducer: Promise<WebhookProducer> | null = null;
+  /** The queue side of `enqueue()`, once registered. */
+  private static queueBinding: WebhookQueueBinding | null = null;
 
   protected method = 'POST';
   protected timeoutMs = 0;
@@ -119,15 +120,20 @@ export class WebhookRequest {
   }
 
   /**
+   * Registers the queue side of `enqueue()` and `closeDefaultProducer()`; the module that owns it
+   * calls this when loaded. A later binding replaces an earlier one.
+   */
+  static bindQueue(binding: WebhookQueueBinding): void {
+    WebhookRequest.queueBinding = binding;
+  }
+
+  /**
    * Closes the producer that `enqueue()` without an argument opened (its PostgreSQL pool and
    * Redis connection), so the process can exit. The next such `enqueue()` opens a new one.
    * Does nothing when none is open.
    */
   static async closeDefaultProducer(): Promise<void> {
-    const opening = WebhookRequest.defaultProducer;
-    WebhookRequest.defaultProducer = null;
-    const producer = await opening?.catch(() => null);
-    await producer?.close();
+    await WebhookRequest.queueBinding?.closeDefaultProducer();
   }
 
   /**
@@ -364,40 +370,40 @@ export class WebhookRequest {
    * with a new id.
    *
    * @param producer - `{ db, queue }` to write to and queue on (see `createWebhookProducer()`
-   *   in `shared/webhook/enqueue`); when omitted, one process-wide producer built from
+   *   in `shared/deliveries/webhook-producer`); when omitted, one process-wide producer built from
    *   `loadConfig(process.env, 'cli')` (DATABASE_URL, REDIS_URL, REDIS_PREFIX, WEBHOOK_QUEUE_PARTITIONS), opened on first
    *   use and reused; close it with {@link WebhookRequest.closeDefaultProducer}
    * @returns the delivery id (`msg_...`), which the receiver sees as the `webhook-id` header
    *   of every attempt; `getWebhookId()` returns it too
-   * @throws LogicError on a listening instance, when no event was set (`setEvent()`), or for an
-   *   unsupported algo
+   * @throws LogicError on a listening instance, when no event was set (`setEvent()`), when the
+   *   queue side is not loaded (import the class from `shared/index.ts`), or for an unsupported algo
    * @throws InvalidWebhookError (shared/queue) for a URL that is not http(s), a method other
    *   than POST, PUT, PATCH or DELETE, or a malformed `whsec_` secret
    * @throws EncryptionError when the payload is empty or not serialisable
    * @throws ConfigError (shared/config) when the default producer's environment is invalid
    * @throws the database's error when PostgreSQL cannot store the delivery; nothing is queued
    */
-  async enqueue(producer?: WebhookProducerDeps): Promise<string> {
+  async enqueue(producer?: EnqueueTarget): Promise<string> {
     if (this.listening) throw new LogicError('A listening webhook cannot enqueue; create one with new WebhookRequest(url).');
     const event = this.config.event;
     if (event === undefined) throw new LogicError('Cannot enqueue: set the event with setEvent() first.');
+    const binding = WebhookRequest.queueBinding;
+    if (!binding) {
+      throw new LogicError('Cannot enqueue: the queue side is not loaded; import WebhookRequest from the package entry (shared/index.ts).');
+    }
     this.secret ??= this.derivedSecret();
-    const deps = producer ?? (await WebhookRequest.openDefaultProducer());
-    await deps.ready;
-    const { enqueueWebhook } = await import('../queue/deliveries');
-    this.webhookId = await enqueueWebhook(
+    this.webhookId = await binding.enqueue(
       {
         url: this.url,
         event,
         payload: this.data,
-        // Any other method is refused there with InvalidWebhookError.
-        method: this.method as WebhookMethod,
+        method: this.method,
         headers: this.headers,
         secret: this.secret,
         algo: this.algo,
         signatureHeader: this.signatureHeader,
       },
-      deps,
+      producer,
     );
     return this.webhookId;
   }
@@ -470,20 +476,6 @@ export class WebhookRequest {
   private encodeWire(field: SendField): EncodedPayload | null {
     if (!this.signable && (this.data === undefined || this.data === null)) return null;
     return encodeForField(field, serializeEnvelope(this.data, this.config));
-  }
-
-  private static openDefaultProducer(): Promise<WebhookProducer> {
-    if (!WebhookRequest.defaultProducer) {
-      const opening = import('./enqueue').then(({ createWebhookProducer }) =>
-        createWebhookProducer(loadConfig(process.env, 'cli')),
-      );
-      // A bad environment must not stick: the next call reads it again.
-      opening.catch(() => {
-        if (WebhookRequest.defaultProducer === opening) WebhookRequest.defaultProducer = null;
-      });
-      WebhookRequest.defaultProducer = opening;
-    }
-    return WebhookRequest.defaultProducer;
   }
 
   private derivedSecret(): string {

@@ -3,8 +3,8 @@ import { createCredentialStore, CredentialStore } from '../../services/api/src/p
 import { createDatabase } from '../../shared/db';
 import { createRedis } from '../../shared/redis';
 import { createUser } from '../support/factories';
-import { waitFor } from '../support/processes';
 import { ApiHarness, createApiHarness } from './support/api-harness';
+import { waitFor } from '../support/wait-for';
 
 describe('credential cache (docs/design.md §4 "Revocation")', () => {
   let harness: ApiHarness;

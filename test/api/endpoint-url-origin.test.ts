@@ -1,8 +1,9 @@
 import { QueryTypes } from 'sequelize';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { eventually, startWorker } from '../worker/support/harness';
+import { startWorker } from '../worker/support/harness';
 import { ApiClient, ApiHarness, ApiResponse, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §14 revision 4: a PATCH that moves `url` to another origin (scheme, host, port) while
@@ -118,7 +119,7 @@ describe('moving an endpoint to another origin', () => {
   it('when a PATCH keeping the credentials lands right after a move that dropped them, then the keep finds nothing to keep and no credential reaches the new origin', async () => {
     const id = await create(`${oldHost.url}/hooks`, { authorization: 'Basic b2xkOnNlY3JldA==' });
     const waitingOnLocks = async (count: number) =>
-      eventually(async () => {
+      waitFor(async () => {
         const [{ n }] = await harness.db.sequelize.query<{ n: string }>(
           `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
           { type: QueryTypes.SELECT },

@@ -1,9 +1,10 @@
 import { QueryTypes } from 'sequelize';
 import { createUser } from '../support/factories';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { eventually, startWorker } from '../worker/support/harness';
+import { startWorker } from '../worker/support/harness';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
+import { waitFor } from '../support/wait-for';
 
 const USERINFO_REFUSED = 'credentials go in headers or auth, not in the URL';
 
@@ -60,7 +61,7 @@ describe('credentials in endpoint URLs', () => {
     const endpoint = await create(`${receiver.url}/hook?api_key=SECRET`, ['webhook.test']);
     await testSend(endpoint.id);
 
-    const reason = await eventually(async () => (await harness.db.models.WebhookEndpoint.findByPk(endpoint.id))!.disabledReason, 10_000, 'disabled');
+    const reason = await waitFor(async () => (await harness.db.models.WebhookEndpoint.findByPk(endpoint.id))!.disabledReason, 10_000, 'disabled');
     expect(reason).toMatch(new RegExp(`^410 Gone from ${receiver.url}/hook at `));
     expect(reason).not.toContain('SECRET');
     expect(reason).not.toContain('?');

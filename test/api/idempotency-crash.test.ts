@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
-import { freePort, startService, ServiceProcess, waitFor } from '../support/processes';
+import { freePort, startService, ServiceProcess } from '../support/processes';
 import { startTcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §15: an api killed mid-request with an Idempotency-Key does not block the key for

@@ -1,9 +1,9 @@
 import { QueryTypes } from 'sequelize';
 import { createUser, TestUser } from '../support/factories';
-import { waitFor } from '../support/processes';
 import { startTcpProxy, TcpProxy } from '../support/tcp-proxy';
 import { ApiClient, ApiHarness, ApiResponse, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §12 revision 4: a request whose connection to PostgreSQL is lost while its commit is

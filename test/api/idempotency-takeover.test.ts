@@ -1,8 +1,8 @@
 import { Client } from 'pg';
 import { createUser, TestUser } from '../support/factories';
-import { waitFor } from '../support/processes';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { countPosts } from './support/rows';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md "Idempotency": a key taken over after its lease lapsed never makes a second

@@ -4,7 +4,8 @@ import { announceCredentialChange } from '../../shared/auth/credential-changes';
 import { createDatabase, Database } from '../../shared/db';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
 import { createUser, TestUser } from '../support/factories';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §4 "Revocation": two api processes (as compose runs them, from dist/) cache verified

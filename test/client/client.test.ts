@@ -2,7 +2,8 @@ import { Client } from 'pg';
 import { createWebhooksClient, WebhooksApiError, WebhooksClient } from '../../clients/node/src';
 import { runKeysCli } from '../../scripts/keys-cli';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
+import { waitFor } from '../support/wait-for';
 
 /**
  * The typed client (clients/node) against real api processes of both layouts: every call it

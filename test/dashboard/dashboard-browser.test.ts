@@ -6,9 +6,10 @@ import { Client } from 'pg';
 import { BrowserContext, Page, chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from '../support/chromium';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
-import { freePort, ROOT, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ROOT, ServiceProcess, startService } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { certificateMaker } from '../support/test-certificates';
+import { waitFor } from '../support/wait-for';
 
 // Bounds for a busy machine: how long a process may take to become ready, and the set-up.
 const STARTUP_MS = 60_000;

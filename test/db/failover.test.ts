@@ -4,6 +4,7 @@ import { createDatabase, Database, isDatabaseUnavailable } from '../../shared/db
 import { rawQuery } from '../../shared/db/raw-query';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 import { startPrimaryWithStandby, type PrimaryWithStandby } from '../support/own-postgres';
+import { waitFor } from '../support/wait-for';
 
 /** Backend pids of client sessions on the server at `url`, the asking one aside. */
 async function sessionsOn(url: string): Promise<number[]> {
@@ -19,15 +20,6 @@ async function sessionsOn(url: string): Promise<number[]> {
   }
 }
 
-async function eventually<T>(check: () => Promise<T | false>, what: string, boundMs = 10_000): Promise<T> {
-  const deadline = Date.now() + boundMs;
-  for (;;) {
-    const result = await check();
-    if (result !== false) return result;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 const backendPid = async (db: Database): Promise<number> =>
   ((await db.sequelize.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', { type: QueryTypes.SELECT, plain: true })) as { pid: number }).pid;
@@ -59,7 +51,7 @@ describe('PostgreSQL failover: the pool follows the address to the new primary (
       expect(isDatabaseUnavailable(failure)).toBe(true);
       const raw = await rawQuery(onStandby.sequelize, { text: 'SELECT 1' }).catch((error: unknown) => error);
       expect(isDatabaseUnavailable(raw)).toBe(true);
-      await eventually(async () => (await sessionsOn(cluster.standby.url())).length === 0 || false, 'no session of ours left on the standby');
+      await waitFor(async () => (await sessionsOn(cluster.standby.url())).length === 0 || false, 10_000, 'no session of ours left on the standby');
     } finally {
       await onStandby.close();
     }
@@ -106,7 +98,7 @@ describe('a connection that meets a read-only server leaves the pool', () => {
     const failure = await write(db).catch((error: unknown) => error);
     expect((failure as { parent?: { code?: string } }).parent?.code).toBe('25006');
     expect(isDatabaseUnavailable(failure)).toBe(true);
-    await eventually(async () => !(await sessionsOn(env.databaseUrl)).includes(spoiled) || false, 'the spoiled session closed');
+    await waitFor(async () => !(await sessionsOn(env.databaseUrl)).includes(spoiled) || false, 10_000, 'the spoiled session closed');
     expect(await backendPid(db)).not.toBe(spoiled);
     await db.sequelize.query('INSERT INTO marks VALUES (1)');
     await db.sequelize.query('DELETE FROM marks');

@@ -4,10 +4,11 @@ import { ensureDayPartitions } from '../../shared/db/partitions';
 import { insertSingleDelivery } from '../../shared/deliveries/events';
 import { processEnv } from '../support/environment';
 import { idAt } from '../support/partitions';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
 import { startTcpProxy, TcpProxy } from '../support/tcp-proxy';
 import { ApiHarness, createApiHarness } from '../api/support/api-harness';
 import { createServiceKey } from '../api/support/operations';
+import { waitFor } from '../support/wait-for';
 
 const DAY_MS = 86_400_000;
 /** MAINTENANCE_INTERVAL_MS of the processes here; docs/design.md §3 promises at most a minute by default. */

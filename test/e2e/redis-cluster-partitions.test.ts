@@ -2,9 +2,10 @@ import { Cluster } from 'ioredis';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { RedisClusterProcess, startRedisCluster } from '../support/redis-cluster';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §13, revision 3: the measured promise of the partitioned queue. On a three-master

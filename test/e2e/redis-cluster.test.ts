@@ -3,9 +3,10 @@ import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { deleteKeysByPrefix } from '../../shared/redis';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { RedisClusterProcess, startRedisCluster } from '../support/redis-cluster';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §13: the dispatch path against a three-master Redis Cluster this file starts itself.

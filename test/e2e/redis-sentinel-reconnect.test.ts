@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { closeRedis, createRedis, whenReady } from '../../shared/redis';
-import { waitFor } from '../support/processes';
 import { SENTINEL_PRIMARY_NAME, startRedisSentinels, type RedisSentinelSet } from '../support/redis-sentinel';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
 
 const run = promisify(execFile);
 const cli = (port: number, ...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]).then(({ stdout }) => stdout.trim());

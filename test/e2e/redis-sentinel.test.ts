@@ -3,9 +3,10 @@ import { Webhook } from 'standardwebhooks';
 import { ConfigError, loadConfig } from '../../shared/config';
 import { createRedis, closeRedis } from '../../shared/redis';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { RedisSentinelSet, SENTINEL_PRIMARY_NAME, startRedisSentinels } from '../support/redis-sentinel';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §13 (revision 4): with REDIS_SENTINELS every Redis client reaches the primary the

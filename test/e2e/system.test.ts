@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Client } from 'pg';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
-import { freePort, runScript, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, runScript, ServiceProcess, startService } from '../support/processes';
+import { waitFor } from '../support/wait-for';
 
 /**
  * The whole system as separate processes, started with the same commands compose runs:

@@ -1,7 +1,8 @@
 import { Client } from 'pg';
 import { createTestEnvironment, processEnv, TestEnvironment } from '../support/environment';
-import { freePort, ServiceProcess, startService, waitFor } from '../support/processes';
+import { freePort, ServiceProcess, startService } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
+import { waitFor } from '../support/wait-for';
 
 /** The OTLP/JSON fields this test reads (OTLP specification, ExportTraceServiceRequest). */
 interface ExportedTraces {

@@ -1,9 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { startOwnPostgres, startPrimaryWithStandby, type OwnPostgres, type PrimaryWithStandby } from '../support/own-postgres';
-import { freePort, waitFor } from '../support/processes';
+import { freePort } from '../support/processes';
 import { SENTINEL_PRIMARY_NAME, startRedisSentinels, type RedisSentinelSet } from '../support/redis-sentinel';
 import { exited, startRedisServer } from '../worker/support/processes';
 import { SETTLE_MS, sleep, startLoadHarness, type LoadHarness } from './support/under-load';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §15 (revision 4): failovers under the same load as test/faults/faults-under-load.faults.ts.

@@ -4,11 +4,15 @@ import { QueryTypes } from 'sequelize';
 import Redis from 'ioredis';
 import { claimStatement } from '../../shared/deliveries/claim';
 import { markEnqueued } from '../../shared/deliveries/enqueued-mark';
-import { createOutbox, createWebhookQueue, enqueueWebhook } from '../../shared/queue';
+import { createWebhookQueue } from '../../shared/queue';
+import { enqueueWebhook } from '../../shared/deliveries/enqueue';
+import { createOutbox } from '../../shared/deliveries/outbox';
+import { insertPostEventJobs } from '../../shared/posts/post-events';
 import { createRedis } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
-import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, silentLogger } from '../worker/support/harness';
+import { addEndpoint, buildPostData, createProducer, deliveryRows, Producer, recordEvent, resetAndClose, silentLogger } from '../worker/support/harness';
+import { waitFor } from '../support/wait-for';
 
 describe('outbox', () => {
   let env: TestEnvironment;
@@ -38,7 +42,7 @@ describe('outbox', () => {
     await recordEvent(producer, 'post.created');
 
     // The enqueue runs after commit without holding up the committer.
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const found = await deliveryRows(producer.db);
       return found.every((row) => row.enqueuedAt !== null) && found;
     });
@@ -53,7 +57,7 @@ describe('outbox', () => {
 
   it('When the transaction rolls back, then no row and no job exist', async () => {
     const rollback = producer.db.sequelize.transaction(async (transaction) => {
-      await producer.outbox.record(transaction, 'post.created', buildPostData());
+      await producer.events.record(transaction, 'post.created', buildPostData());
       throw new Error('post insert failed');
     });
 
@@ -72,12 +76,12 @@ describe('outbox', () => {
     const deadQueue = createWebhookQueue(env.config, deadConnection, silentLogger);
     const deadOutbox = createOutbox({ db: producer.db, queue: deadQueue, logger: silentLogger });
 
-    await producer.db.sequelize.transaction((transaction) => deadOutbox.record(transaction, 'post.updated', buildPostData()));
+    await producer.db.sequelize.transaction(async (transaction) => deadOutbox.queueAfterCommit(transaction, await insertPostEventJobs(producer.db.sequelize, transaction, 'post.updated', buildPostData())));
 
     const [row] = await deliveryRows(producer.db);
     expect(row.enqueuedAt).toBeNull();
     expect(await producer.queue.getJob(row.id)).toBeUndefined();
-    const result = await eventually(async () => {
+    const result = await waitFor(async () => {
       const pass = await producer.outbox.relayOnce();
       return pass.enqueued > 0 && pass;
     }, 5_000, 'relay');
@@ -134,7 +138,7 @@ describe('outbox', () => {
   it('When a worker claims a committed row before its enqueued mark is due, then the claim alone marks it and the row still waiting is marked within the relay grace', async () => {
     await addEndpoint(producer.db, 'http://127.0.0.1:9/second');
     await recordEvent(producer, 'post.created');
-    const [claimed, waiting] = await eventually(async () => {
+    const [claimed, waiting] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       const queued = await Promise.all(rows.map(async (row) => (await producer.queue.getJob(row.id)) !== undefined));
       return rows.length === 2 && queued.every(Boolean) && rows;
@@ -164,7 +168,7 @@ describe('outbox', () => {
     const [row] = await deliveryRows(producer.db);
     await producer.queue.remove(row.id);
 
-    const pass = await eventually(async () => {
+    const pass = await waitFor(async () => {
       const result = await producer.outbox.relayOnce();
       return result.revived > 0 && result;
     }, 5_000, 'revival');

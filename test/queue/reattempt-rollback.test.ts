@@ -8,7 +8,8 @@ import { createRedis, RedisClient } from '../../shared/redis';
 import { createServiceKey, TestServiceKey } from '../api/support/operations';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, createProducer, eventually, silentLogger, startWorker } from '../worker/support/harness';
+import { Producer, createProducer, silentLogger, startWorker } from '../worker/support/harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Redeliver and recover (docs/design.md §11) when Redis refuses the jobs after the rows were made
@@ -44,7 +45,7 @@ describe('a redelivery or a recovery whose jobs Redis refuses', () => {
     refusingConnection.on('error', () => undefined);
     refusing = buildApp({ ...env.config, apiLayout: 'a' }, { queue: createWebhookQueue(env.config, refusingConnection, silentLogger) });
     await refusing.listen({ host: '127.0.0.1', port: 0 });
-    await eventually(() => refusingConnection.status === 'ready', 5_000, 'the refusing connection');
+    await waitFor(() => refusingConnection.status === 'ready', 5_000, 'the refusing connection');
   });
 
   afterAll(async () => {
@@ -80,7 +81,7 @@ describe('a redelivery or a recovery whose jobs Redis refuses', () => {
       })
     ).sort(byId);
   const settled = (ids: string[], status: string) =>
-    eventually(async () => (await rows(ids)).every((row) => row.status === status && !row.one_shot), 10_000, `deliveries ${status}`);
+    waitFor(async () => (await rows(ids)).every((row) => row.status === status && !row.one_shot), 10_000, `deliveries ${status}`);
 
   it('when a redelivery and a recovery are asked at the same moment, then both answer 503 and every delivery keeps its status; asked again once Redis takes the jobs, each gets exactly one attempt', async () => {
     const endpoint = (await post(working, '/api/v1/endpoints', { url: `${receiver.url}/outage`, events: ['post.created'] })).json() as { id: number };

@@ -8,7 +8,8 @@ import { createServiceKey, TestServiceKey } from '../api/support/operations';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { TestUser, createUser } from '../support/factories';
 import { RecordedRequest, RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, createProducer, eventually, startWorker } from '../worker/support/harness';
+import { Producer, createProducer, startWorker } from '../worker/support/harness';
+import { waitFor } from '../support/wait-for';
 
 interface Answer {
   statusCode: number;
@@ -87,7 +88,7 @@ describe('webhook routes', () => {
   const addEndpoint = async (headers: Record<string, string>, path: string, events: string[] = []) =>
     (await post('/api/v1/endpoints', { url: `${receiver.url}${path}`, events }, headers)).json() as { id: number; secret: string };
   const settled = (id: string, headers = operator.headers) =>
-    eventually(async () => {
+    waitFor(async () => {
       const got = (await get(`/api/v1/webhooks/${id}`, headers)).json();
       return (got.status === 'succeeded' || got.status === 'failed') && got;
     });
@@ -113,7 +114,7 @@ describe('webhook routes', () => {
     expect(Object.keys(view).sort()).toEqual([...DELIVERY_KEYS, 'attempts'].sort());
     expect(view).toMatchObject({ id, endpoint_id: null, event: 'invoice.paid', status: 'succeeded', attempt_count: 1, last_status_code: 200 });
     expect(view.attempts).toEqual([
-      { number: 1, status_code: 200, error: null, duration_ms: expect.any(Number), response_excerpt: '{"ok":true}', created_at: expect.any(String) },
+      { number: 1, url: `${receiver.url}/hook`, status_code: 200, error: null, duration_ms: expect.any(Number), response_excerpt: '{"ok":true}', created_at: expect.any(String) },
     ]);
   });
 

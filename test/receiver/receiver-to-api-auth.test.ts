@@ -7,7 +7,7 @@ import { buildApp as buildApi } from '../../services/api/src/app';
 import { buildApp as buildReceiver } from '../../services/receiver/src/app';
 import { WebhookRequest } from '../../shared/webhook';
 import { type TestEnvironment, createTestEnvironment } from '../support/environment';
-import { waitFor } from '../support/processes';
+import { waitFor } from '../support/wait-for';
 
 const SECRET = 'whsec_cmVjZWl2ZXItdG8tYXBpLXRlc3Qtc2VjcmV0';
 const TOKEN = 'token-issued-through-a-user-webhook-0001';

@@ -83,14 +83,3 @@ export async function runScript(
   const [code] = await once(child, 'exit');
   return { code: code as number | null, stdout, stderr };
 }
-
-/** Polls `probe` every 100 ms until it returns a truthy value, or throws after `timeoutMs`. */
-export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

@@ -4,7 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, waitFor } from './processes';
+import { freePort } from './processes';
+import { waitFor } from './wait-for';
 
 const run = promisify(execFile);
 

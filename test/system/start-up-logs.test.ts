@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loggerOptions } from '../../shared/logging';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
-import { freePort, runScript, startService, waitFor, type ServiceProcess } from '../support/processes';
+import { freePort, runScript, startService, type ServiceProcess } from '../support/processes';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
 
 const API = 'dist/services/api/src/server.js';
 const RECEIVER = 'dist/services/receiver/src/server.js';

@@ -1,11 +1,10 @@
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { InvalidWebhookError } from '../../shared/queue';
-import { EncryptionError, LogicError, WebhookRequest, deriveSecret, verifyHex } from '../../shared/webhook';
-import { createWebhookProducer } from '../../shared/webhook/enqueue';
+import { EncryptionError, InvalidWebhookError, LogicError, WebhookRequest, createWebhookProducer, deriveSecret, verifyHex } from '../../shared';
 import { type TestEnvironment, createTestEnvironment } from '../support/environment';
 import { type RecordedRequest, type RecordingServer, startRecordingServer } from '../support/recording-server';
-import { createProducer, eventually, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
+import { createProducer, type Producer, resetAndClose, startWorker } from '../worker/support/harness';
+import { waitFor } from '../support/wait-for';
 
 const VECTOR_BODY =
   '{"_data":{"status":"OK","user":{"id":42,"email":"user@example.com"}},"_config":{"app.webhook.event":"user.registered","app.webhook.signable":1}}';
@@ -67,7 +66,7 @@ describe('WebhookRequest.enqueue()', () => {
     expect(request.headers['x-signature']).toBe('7a578c485cdeedd8e4f2ebf78d8e944abd81ef08cacff81f53e4104f539ac9a0');
     expect(verifiesStandard(request, 'your-shared-secret')).toEqual(JSON.parse(VECTOR_BODY));
     const delivery = await producer.db.models.WebhookDelivery.findByPk(id, { rejectOnEmpty: true });
-    await eventually(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
+    await waitFor(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
   });
 
   it('When the method, algo and signature header are set, then the worker uses them', async () => {

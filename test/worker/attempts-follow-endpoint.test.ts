@@ -3,7 +3,8 @@ import { readCircuitState } from '../../shared/endpoint-gate';
 import { OPERATOR, getDeliveryDetails, redeliver, updateEndpoint } from '../../shared/operations';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
+import { Producer, addEndpoint, createProducer, deliveryRows, recordEvent, resetAndClose, startWorker } from './support/harness';
 
 /**
  * docs/design.md §6: attempts follow their endpoint. Each attempt goes to the endpoint's URL and
@@ -63,7 +64,7 @@ describe('webhook worker: attempts follow their endpoint to its current URL', ()
       const [delivery] = await deliveryRows(producer.db);
       expect(arrived.headers['webhook-id']).toBe(delivery.id);
       expect([arrived.path, arrived.rawQuery, arrived.headers.authorization, arrived.headers['x-tenant']]).toEqual(['/hooks', 'token=b-query-secret', 'Bearer for-b', 'b']);
-      const details = await eventually(async () => {
+      const details = await waitFor(async () => {
         const found = await getDeliveryDetails(producer.db, delivery.id, OPERATOR);
         return found?.status === 'succeeded' && found;
       }, 5_000, 'succeeded');
@@ -84,7 +85,7 @@ describe('webhook worker: attempts follow their endpoint to its current URL', ()
       await a.waitForRequests(1);
       const [delivery] = await deliveryRows(producer.db);
       // Its attempts used up: it ended failed at A.
-      await eventually(async () => (await deliveryRows(producer.db))[0].attempts >= 1, 5_000, 'attempt recorded');
+      await waitFor(async () => (await deliveryRows(producer.db))[0].attempts >= 1, 5_000, 'attempt recorded');
       await producer.db.sequelize.query(`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL WHERE id = $1`, { bind: [delivery.id] });
       await updateEndpoint(producer.db, endpoint.id, OPERATOR, { url: `${b.url}/hooks`, headers: { authorization: 'Bearer for-b' } }, deps());
       const atMove = a.requests.length;
@@ -93,7 +94,7 @@ describe('webhook worker: attempts follow their endpoint to its current URL', ()
 
       const [arrived] = await b.waitForRequests(1);
       expect([arrived.headers['webhook-id'], arrived.headers.authorization]).toEqual([delivery.id, 'Bearer for-b']);
-      const details = await eventually(async () => {
+      const details = await waitFor(async () => {
         const found = await getDeliveryDetails(producer.db, delivery.id, OPERATOR);
         return found?.status === 'succeeded' && found;
       }, 5_000, 'succeeded');
@@ -112,7 +113,7 @@ describe('webhook worker: attempts follow their endpoint to its current URL', ()
       await a.waitForRequests(6, 10_000);
       await updateEndpoint(producer.db, endpoint.id, OPERATOR, { url: `${b.url}/hooks` }, deps());
 
-      await eventually(async () => (await deliveryRows(producer.db)).every((row) => row.status === 'succeeded'), 20_000, 'all delivered');
+      await waitFor(async () => (await deliveryRows(producer.db)).every((row) => row.status === 'succeeded'), 20_000, 'all delivered');
       const atA = a.requests.map((request) => String(request.headers['webhook-id']));
       const atB = b.requests.map((request) => String(request.headers['webhook-id']));
       expect(atB.length).toBeGreaterThan(0);
@@ -132,10 +133,10 @@ describe('webhook worker: attempts follow their endpoint to its current URL', ()
       await a.waitForRequests(1);
 
       await updateEndpoint(producer.db, endpoint.id, OPERATOR, { url: `${b.url}/hooks` }, deps());
-      await eventually(async () => (await deliveryRows(producer.db))[0]?.lastStatusCode === 410, 5_000, 'late 410 recorded');
+      await waitFor(async () => (await deliveryRows(producer.db))[0]?.lastStatusCode === 410, 5_000, 'late 410 recorded');
       await recordEvent(producer, 'post.created');
 
-      await eventually(() => b.requests.some((request) => request.path === '/hooks'), 5_000, 'next event at B');
+      await waitFor(() => b.requests.some((request) => request.path === '/hooks'), 5_000, 'next event at B');
       await new Promise((resolve) => setTimeout(resolve, 500));
       const row = await producer.db.models.WebhookEndpoint.findByPk(endpoint.id);
       expect([row?.active, row?.disabledReason, row?.episodeId]).toEqual([true, null, null]);
@@ -159,7 +160,7 @@ describe('webhook worker: attempts follow their endpoint to its current URL', ()
       const [retried] = await b.waitForRequests(1, 10_000);
       expect(retried.headers['webhook-id']).toBe(delivery.id);
       await recordEvent(producer, 'post.created');
-      await eventually(() => b.requests.filter((request) => request.path === '/hooks').length >= 2, 5_000, 'next event at B');
+      await waitFor(() => b.requests.filter((request) => request.path === '/hooks').length >= 2, 5_000, 'next event at B');
       const row = await producer.db.models.WebhookEndpoint.findByPk(endpoint.id);
       expect([row?.active, row?.episodeId, row?.consecutiveFailures]).toEqual([true, null, 0]);
       expect(await operationalEvents()).toEqual([]);

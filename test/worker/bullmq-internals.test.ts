@@ -4,7 +4,7 @@ import { Job, Processor, Queue, Worker, WorkerOptions } from 'bullmq';
 import Redis from 'ioredis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ROOT } from '../support/processes';
-import { eventually } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * services/webhook-worker/src/partition-worker.ts subclasses BullMQ's Worker and relies on parts
@@ -85,11 +85,11 @@ describe('the BullMQ internals the partition worker relies on', () => {
     await worker.waitUntilReady();
     await queue.addBulk([1, 2, 3].map((n) => ({ name: 'job', data: {}, opts: { jobId: `job-${n}` } })));
 
-    await eventually(() => done.length === 3, 10_000, 'three jobs processed');
+    await waitFor(() => done.length === 3, 10_000, 'three jobs processed');
     expect(worker.fetches).toBeGreaterThan(0);
     expect(worker.fetchNextAsked).toBeGreaterThanOrEqual(3);
-    // Wrapped: `eventually` would await the wait itself.
-    const { waiting } = await eventually(() => internals(worker!).drained && internals(worker!).waiting !== null && { waiting: internals(worker!).waiting }, 10_000, 'the worker waiting on the marker');
+    // Wrapped: `waitFor` would await the wait itself.
+    const { waiting } = await waitFor(() => internals(worker!).drained && internals(worker!).waiting !== null && { waiting: internals(worker!).waiting }, 10_000, 'the worker waiting on the marker');
     expect(waiting).toBeInstanceOf(Promise);
     expect(internals(worker).closing).toBeFalsy();
   });
@@ -97,14 +97,14 @@ describe('the BullMQ internals the partition worker relies on', () => {
   it("when the loop waits on the queue's marker, then a member added to keys.marker on the worker's command connection wakes it to fetch again", async () => {
     worker = new Probe(name, async () => undefined, { connection, prefix: env.redisPrefix, drainDelay: 30 });
     await worker.waitUntilReady();
-    await eventually(() => internals(worker!).waiting !== null, 10_000, 'the worker waiting on the marker');
+    await waitFor(() => internals(worker!).waiting !== null, 10_000, 'the worker waiting on the marker');
     const fetches = worker.fetches;
 
     expect(worker.keys.marker).toBe(`${env.redisPrefix}:${name}:marker`);
     expect(worker.opts.connection).toBe(connection);
     await (worker.opts.connection as Redis).zadd(worker.keys.marker, 0, '0');
 
-    await eventually(() => worker!.fetches > fetches, 5_000, 'a fetch after the marker');
+    await waitFor(() => worker!.fetches > fetches, 5_000, 'a fetch after the marker');
   });
 
   it("when the worker is ready, then its backend's blocking client is a ready ioredis connection, and closing is set while it closes", async () => {

@@ -2,10 +2,11 @@ import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../shared/config';
 import { Metrics, createMetrics } from '../../shared/metrics';
-import { enqueueWebhook } from '../../shared/queue';
+import { enqueueWebhook } from '../../shared/deliveries/enqueue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { addEndpoint, buildPostData, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { addEndpoint, buildPostData, createProducer, deliveryRows, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const STANDARD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -63,7 +64,7 @@ describe('webhook worker: delivery', () => {
       'webhook-signature': String(request.headers['webhook-signature']),
     });
     expect(verified).toEqual(JSON.parse(expectedBody));
-    await eventually(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
+    await waitFor(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
   });
 
   it("When the endpoint has static headers, then every delivery carries them beside the signature headers, which they cannot replace", async () => {
@@ -116,7 +117,7 @@ describe('webhook worker: delivery', () => {
     await recordEvent(producer, 'post.created');
 
     await receiver.waitForRequests(2);
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'succeeded') && all;
     });
@@ -151,7 +152,7 @@ describe('webhook worker: delivery', () => {
       ).not.toThrow();
     }
 
-    await eventually(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
+    await waitFor(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
     expect(delivery.attempts).toBe(3);
     expect(delivery.lastStatusCode).toBe(200);
     expect(delivery.deliveredAt).not.toBeNull();
@@ -166,7 +167,7 @@ describe('webhook worker: delivery', () => {
     ]);
     expect(attempts.every((a) => a.durationMs >= 0)).toBe(true);
     // Counted once the record returned, which also closes the endpoint's failure episode.
-    const outcomes = await eventually(async () => {
+    const outcomes = await waitFor(async () => {
       const values = (await metrics.deliveries.get()).values.map((v) => [v.labels.outcome, v.value]);
       return values.some(([outcome]) => outcome === 'succeeded') && values;
     }, 5_000, 'the success counted');
@@ -184,7 +185,7 @@ describe('webhook worker: delivery', () => {
     const [first, second] = await receiver.waitForRequests(2, 5_000);
     expect(second.receivedAt - first.receivedAt).toBeGreaterThanOrEqual(1_000);
     const [delivery] = await deliveryRows(producer.db);
-    await eventually(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
+    await waitFor(async () => (await delivery.reload()).status === 'succeeded', 5_000, 'succeeded');
   });
 
   it('When the endpoint answers 410 Gone, then the delivery fails at once and the endpoint is disabled', async () => {
@@ -194,7 +195,7 @@ describe('webhook worker: delivery', () => {
 
     await recordEvent(producer, 'post.deleted', { pid: 100001, uuid: '5f1c1b8e-6a4e-4c39-9d0a-2b7c3f1e9a10', user_id: 1 });
 
-    const [delivery] = await eventually(async () => {
+    const [delivery] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.status === 'failed' && rows;
     });
@@ -216,7 +217,7 @@ describe('webhook worker: delivery', () => {
     // A delivery recorded after it arrives: the worker has run the orphan's job by then.
     await recordEvent(producer, 'post.updated', buildPostData({ pid: 2 }));
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'failed' || row.status === 'succeeded') && all;
     });
@@ -235,7 +236,7 @@ describe('webhook worker: delivery', () => {
 
     await recordEvent(producer, 'post.created');
 
-    const [delivery] = await eventually(async () => {
+    const [delivery] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.status === 'failed' && rows;
     });
@@ -254,7 +255,7 @@ describe('webhook worker: delivery', () => {
 
     await recordEvent(producer, 'post.created');
 
-    const [delivery] = await eventually(async () => {
+    const [delivery] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.attempts === 1 && rows;
     });
@@ -271,7 +272,7 @@ describe('webhook worker: delivery', () => {
 
     await recordEvent(producer, 'post.created');
 
-    const [delivery] = await eventually(async () => {
+    const [delivery] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.status === 'succeeded' && rows;
     });
@@ -288,7 +289,7 @@ describe('webhook worker: delivery', () => {
 
       await recordEvent(producer, 'post.created');
 
-      const [delivery] = await eventually(async () => {
+      const [delivery] = await waitFor(async () => {
         const rows = await deliveryRows(producer.db);
         return rows[0]?.status === 'failed' && rows;
       });
@@ -303,16 +304,16 @@ describe('webhook worker: delivery', () => {
     receiver.setReply({ status: 500 });
     run();
     await recordEvent(producer, 'post.created');
-    const [delivery] = await eventually(async () => {
+    const [delivery] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.status === 'failed' && rows;
     });
     receiver.setReply({ status: 500 });
-    const { redeliverWebhook } = await import('../../shared/queue');
+    const { redeliverWebhook } = await import('../../shared/deliveries/enqueue');
 
     await redeliverWebhook(producer, delivery.id);
 
-    await eventually(async () => (await delivery.reload()).status === 'failed' && delivery.attempts === 4, 5_000, 'redelivery');
+    await waitFor(async () => (await delivery.reload()).status === 'failed' && delivery.attempts === 4, 5_000, 'redelivery');
     expect(receiver.requests).toHaveLength(4);
     expect(new Set(receiver.requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([delivery.id]));
   });
@@ -321,13 +322,13 @@ describe('webhook worker: delivery', () => {
     await addEndpoint(producer.db, `${receiver.url}/hooks`);
     running = startWorker(env.config, producer.db, { watchdog: { intervalMs: 50, graceMs: 300 } });
     const { worker } = running;
-    await eventually(() => worker.isReady(), 5_000, 'worker ready');
+    await waitFor(() => worker.isReady(), 5_000, 'worker ready');
 
     // BullMQ reconnects a dropped connection by itself; what the watchdog covers is a worker
     // left not running or not ready (BullMQ issue 3185), which closing its loop reproduces.
     await worker.current.close(true);
 
-    await eventually(() => worker.recreations === 1 && worker.isReady(), 5_000, 'worker recreated');
+    await waitFor(() => worker.recreations === 1 && worker.isReady(), 5_000, 'worker recreated');
     await recordEvent(producer, 'post.created');
     const [request] = await receiver.waitForRequests(1);
     const [delivery] = await deliveryRows(producer.db);

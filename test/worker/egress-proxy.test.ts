@@ -9,7 +9,8 @@ import { ForwardProxy, startForwardProxy } from '../support/forward-proxy';
 import { freePort } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { TEST_TLS, trustTestCertificate } from '../support/tls-fixture';
-import { addEndpoint, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { addEndpoint, createProducer, deliveryRows, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /** The proxy's password as the operator writes it in WEBHOOK_PROXY_URL (`p@ss w0rd`, percent-encoded). */
 const PASSWORD = 'p%40ss%20w0rd';
@@ -80,7 +81,7 @@ describe('webhook worker: egress proxy (WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY)', (
   };
 
   const settled = (count: number) =>
-    eventually(
+    waitFor(
       async () => {
         const rows = await deliveryRows(producer.db);
         return rows.length === count && rows.every((row) => row.status === 'succeeded' || row.status === 'failed') && rows;
@@ -207,7 +208,7 @@ describe('webhook worker: egress proxy (WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY)', (
       await recordEvent(producer, 'post.created');
 
       // Each delivery asked the proxy at least twice (http in absolute form, https with CONNECT).
-      await eventually(() => ['POST', 'CONNECT'].every((method) => proxy!.requests.filter((request) => request.method === method).length >= 2), 10_000, 'retries');
+      await waitFor(() => ['POST', 'CONNECT'].every((method) => proxy!.requests.filter((request) => request.method === method).length >= 2), 10_000, 'retries');
       await running?.close();
       const waiting = await deliveryRows(producer.db);
       expect(waiting.map((row) => [row.status, row.attempts, row.lastStatusCode, row.lastError])).toEqual([

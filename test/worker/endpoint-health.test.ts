@@ -1,10 +1,12 @@
 import { QueryTypes } from 'sequelize';
 import { Webhook } from 'standardwebhooks';
-import { addDeliveryJobs, redeliverWebhook } from '../../shared/queue';
+import { addDeliveryJobs } from '../../shared/queue';
+import { redeliverWebhook } from '../../shared/deliveries/enqueue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { createUser } from '../support/factories';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const OPERATOR_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -57,7 +59,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
 
     await recordEvent(producer, 'post.created');
 
-    const stored = await eventually(async () => {
+    const stored = await waitFor(async () => {
       const endpoint = await producer.db.models.WebhookEndpoint.findByPk(failing.id);
       return endpoint?.active === false && endpoint;
     }, 15_000, 'endpoint disabled');
@@ -65,7 +67,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
       /^No successful attempt since \d{4}-\d\d-\d\dT[\d:.]+Z \(WEBHOOK_DISABLE_AFTER_S=1\); disabled at \d{4}-\d\d-\d\dT[\d:.]+Z$/,
     );
     const [notice] = await receiver.waitForRequests(1).then(() =>
-      eventually(() => {
+      waitFor(() => {
         const found = receiver.requests.filter((request) => request.path !== '/failing');
         return found.length > 0 && found;
       }, 10_000, 'notice'),
@@ -94,7 +96,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
     expect(stored.episodeId).toMatch(/^epi_/);
     expect(stored.episodeEvents).toEqual(['endpoint.disabled']);
     // The delivery to the disabled endpoint is not attempted again.
-    const [failed] = await eventually(async () => {
+    const [failed] = await waitFor(async () => {
       const rows = (await deliveryRows(producer.db)).filter((row) => row.endpointId === failing.id);
       return rows[0]?.status === 'failed' && rows;
     }, 5_000, 'delivery ended');
@@ -111,7 +113,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
 
     await recordEvent(producer, 'post.created');
 
-    const notice = await eventually(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
+    const notice = await waitFor(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
     const data = JSON.parse(notice.body.toString('utf8'))._data;
     expect(data.endpoint_id).toBe(gone.id);
     expect(data.reason).toMatch(/^410 Gone from /);
@@ -139,7 +141,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
     await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId }));
 
     const notices = () => receiver.requests.filter((request) => request.headers['webhook-id'] && JSON.parse(request.body.toString('utf8'))._config?.['app.webhook.event'] === 'endpoint.disabled');
-    await eventually(() => notices().length >= 2, 10_000, 'notices');
+    await waitFor(() => notices().length >= 2, 10_000, 'notices');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(notices().map((request) => request.path).sort()).toEqual(['/alice-watch', '/operator']);
     const data = JSON.parse(notices()[0].body.toString('utf8'))._data;
@@ -164,7 +166,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
 
     await recordEvent(producer, 'post.created');
 
-    const notice = await eventually(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
+    const notice = await waitFor(() => receiver.requests.find((request) => request.path === '/operator'), 10_000, 'notice');
     expect(JSON.parse(notice.body.toString('utf8'))._data.endpoint_id).toBe(gone.id);
     expect((await producer.db.models.WebhookEndpoint.findByPk(gone.id))?.active).toBe(false);
     const [delivery] = (await deliveryRows(producer.db)).filter((row) => row.endpointId === gone.id);
@@ -183,7 +185,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
 
     await addDeliveryJobs(producer.queue, [{ deliveryId: row.id }]);
 
-    const failed = await eventually(async () => {
+    const failed = await waitFor(async () => {
       await row.reload();
       return row.status === 'failed' && row;
     }, 5_000, 'failed');
@@ -197,7 +199,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
     const endpoint = await addEndpoint(producer.db, `${receiver.url}/off`);
     running = startWorker(env.config, producer.db);
     await recordEvent(producer, 'post.created');
-    const [row] = await eventually(async () => {
+    const [row] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.status === 'succeeded' && rows;
     }, 5_000, 'first delivery');
@@ -205,7 +207,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
 
     await redeliverWebhook(producer, row.id);
 
-    await eventually(async () => {
+    await waitFor(async () => {
       await row.reload();
       return row.status === 'failed';
     }, 5_000, 'redelivery refused');
@@ -230,7 +232,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
     expect((await producer.queue.getJob(row.id))?.name).toBe('redeliver');
     running = startWorker(env.config, producer.db);
 
-    await eventually(async () => {
+    await waitFor(async () => {
       await row.reload();
       return row.status === 'failed' && row.attempts === 9;
     }, 5_000, 'one more attempt');

@@ -5,7 +5,8 @@ import { addDeliveryJobs } from '../../shared/queue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const CONCURRENCY = 10;
 const RETRY_SLOTS = 8;
@@ -66,7 +67,7 @@ describe('webhook worker: first attempts are never held back by a backlog of ret
     await producer.db.models.WebhookDelivery.bulkCreate(retries);
     await addDeliveryJobs(producer.queue, retries.map((row) => ({ deliveryId: row.id, retry: true, gate: gateKeyOf(row) })));
     running = startWorker(env.config, producer.db);
-    await eventually(() => slowStats.inFlight >= RETRY_SLOTS, 10_000, 'retries in flight');
+    await waitFor(() => slowStats.inFlight >= RETRY_SLOTS, 10_000, 'retries in flight');
 
     const started = Date.now();
     for (let pid = 1; pid <= 5; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));

@@ -3,8 +3,9 @@ import { Database, createDatabase } from '../../shared/db';
 import { Tracing, startTracing } from '../../shared/tracing';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent, startWorker } from './support/harness';
 import { TcpProxy, startTcpProxy } from './support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
 
 const EVENTS = 10;
 
@@ -66,7 +67,7 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
 
     for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
     // Every job was taken and postponed at least once while the database was away.
-    await eventually(async () => (await producer.queue.getJobCounts(['delayed'])).total.delayed === EVENTS, 10_000, 'jobs postponed');
+    await waitFor(async () => (await producer.queue.getJobCounts(['delayed'])).total.delayed === EVENTS, 10_000, 'jobs postponed');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
 
     const whileDown = await deliveryRows(producer.db);
@@ -77,7 +78,7 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
 
     proxy.restore();
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'succeeded') && all;
     }, 30_000, 'every delivery succeeded');
@@ -118,7 +119,7 @@ describe.each([
     await setup.worker.worker.waitUntilReady();
 
     for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
-    await eventually(async () => cutAt > 0, 10_000, 'the first attempt to reach the endpoint');
+    await waitFor(async () => cutAt > 0, 10_000, 'the first attempt to reach the endpoint');
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const sentWhileDown = receiver.requests.length;
     expect(sentWhileDown).toBeGreaterThanOrEqual(1);
@@ -126,7 +127,7 @@ describe.each([
 
     proxy.restore();
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.length === EVENTS && all.every((row) => row.status === 'succeeded') && all;
     }, 30_000, 'every delivery succeeded');

@@ -1,7 +1,8 @@
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent, startWorker } from './support/harness';
 import { freePort } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const EVENTS = 20;
 
@@ -49,12 +50,12 @@ describe('fault: the endpoint is down for a while, then back', () => {
     worker = startWorker(env.config, producer.db);
 
     for (let pid = 1; pid <= EVENTS; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
-    await eventually(async () => (await deliveryRows(producer.db)).every((row) => row.attempts >= 1), 10_000, 'a refused attempt each');
+    await waitFor(async () => (await deliveryRows(producer.db)).every((row) => row.attempts >= 1), 10_000, 'a refused attempt each');
     const whileDown = await deliveryRows(producer.db);
     const received: string[] = [];
     endpoint = await startEndpoint(port, received);
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'succeeded') && all;
     }, 20_000, 'every delivery succeeded');

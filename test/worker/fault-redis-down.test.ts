@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent, startWorker } from './support/harness';
 import { exited, freePort, startRedisServer } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const PER_BATCH = 10;
 
@@ -54,7 +55,7 @@ describe('fault: Redis stopped while deliveries are recorded, then started again
     producer.outbox.startRelay();
 
     for (let pid = 1; pid <= PER_BATCH; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
-    await eventually(async () => (await deliveryRows(producer.db)).every((row) => row.attempts === 1), 10_000, 'batch A tried once');
+    await waitFor(async () => (await deliveryRows(producer.db)).every((row) => row.attempts === 1), 10_000, 'batch A tried once');
     redis.kill('SIGTERM');
     await exited(redis);
 
@@ -64,7 +65,7 @@ describe('fault: Redis stopped while deliveries are recorded, then started again
     const whileDown = await deliveryRows(producer.db);
     redis = await startRedisServer(redisPort);
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'succeeded') && all;
     }, 20_000, 'every delivery succeeded');

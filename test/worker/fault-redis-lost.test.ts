@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, startWorker } from './support/harness';
 import { exited, freePort, startRedisServer } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const EVENTS = 80;
 /** OUTBOX_REVIVE_AFTER_MS's default, and the slack the promise allows on top. */
@@ -42,7 +43,7 @@ describe('fault: Redis restarts empty mid-load (no persistence)', () => {
     worker = startWorker(env.config, producer.db, { watchdog: { intervalMs: 200, graceMs: 2_000 } });
     await worker.worker.waitUntilReady();
     await producer.db.sequelize.transaction(async (transaction) => {
-      for (let pid = 1; pid <= EVENTS; pid += 1) await producer.outbox.record(transaction, 'post.created', buildPostData({ pid }));
+      for (let pid = 1; pid <= EVENTS; pid += 1) await producer.events.record(transaction, 'post.created', buildPostData({ pid }));
     });
     await receiver.waitForRequests(12, 10_000);
 
@@ -54,7 +55,7 @@ describe('fault: Redis restarts empty mid-load (no persistence)', () => {
     // The endpoint is fast now: what remains to measure is how soon the lost jobs come back.
     receiver.setReply({ status: 200 });
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'succeeded') && all;
     }, REVIVE_AFTER_MS + SLACK_MS + 10_000, 'every delivery succeeded');

@@ -6,8 +6,9 @@ import { createDatabase, Database } from '../../shared/db';
 import { createRedis, deleteKeysByPrefix } from '../../shared/redis';
 import { RETENTION_SCHEDULER_ID, maintenanceQueueName } from '../../services/webhook-worker/src/retention';
 import { TestEnvironment, createTestEnvironment, processEnv } from '../support/environment';
-import { ServiceProcess, startService, waitFor } from '../support/processes';
+import { ServiceProcess, startService } from '../support/processes';
 import { exited, freePort, startRedisServer } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const DAY_MS = 86_400_000;
 /** docs/design.md §15: with Redis restarted empty, the horizon and the daily schedules are back within a minute. */

@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent } from './support/harness';
 import { exited, freePort, spawnWorker } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const EVENTS = 40;
 
@@ -51,7 +52,7 @@ describe('fault: a worker process killed with SIGKILL mid-batch', () => {
     const metricsPort = await freePort();
     workers.push(spawnWorker({ ...workerEnv, WORKER_METRICS_PORT: String(metricsPort), HOST: '127.0.0.1' }));
 
-    const rows = await eventually(async () => {
+    const rows = await waitFor(async () => {
       const all = await deliveryRows(producer.db);
       return all.every((row) => row.status === 'succeeded') && all;
     }, 20_000, 'every delivery succeeded');

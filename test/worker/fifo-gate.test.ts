@@ -2,7 +2,8 @@ import type { Config } from '../../shared/config';
 import { createDeliveryGate, createEndpointRateLimiter } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §6, "FIFO with a rate limit or a cap" (revision 4): only the head of a FIFO
@@ -50,7 +51,7 @@ describe('FIFO endpoints behind the endpoint gate', () => {
     receiver.setReply({ status: 200, delayMs: 2_000 });
     for (let pid = 1; pid <= count; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
     await receiver.waitForRequests(before + 1);
-    await eventually(async () => (await producer.queue.getJobCounts(['delayed'])).total.delayed === count - 1, 10_000, 'the deliveries behind the head waiting');
+    await waitFor(async () => (await producer.queue.getJobCounts(['delayed'])).total.delayed === count - 1, 10_000, 'the deliveries behind the head waiting');
   }
 
   it('when a rate-limited FIFO endpoint has deliveries waiting behind its head, then they reserve no rate slot: the next slot is one interval away, not one per waiting delivery', async () => {
@@ -58,7 +59,7 @@ describe('FIFO endpoints behind the endpoint gate', () => {
     running = startWorker(env.config, producer.db);
     // One delivery first, so the gate knows the endpoint's limit when the others ask.
     await recordEvent(producer, 'post.created', buildPostData({ pid: 0 }));
-    await eventually(async () => (await deliveryRows(producer.db))[0]?.status === 'succeeded', 10_000, 'the first delivery');
+    await waitFor(async () => (await deliveryRows(producer.db))[0]?.status === 'succeeded', 10_000, 'the first delivery');
 
     await headInFlight(6);
 

@@ -4,8 +4,9 @@ import { serializeEnvelope } from '../../shared/webhook';
 import { ArrivalRecorder, startArrivalRecorder } from '../support/arrival-recorder';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const LIMIT = 10;
 const EVENTS = 600;
@@ -89,7 +90,7 @@ describe('a rate-limited FIFO endpoint across two worker processes', () => {
     // At least once: a webhook-id may arrive twice; its first arrival is the one that counts.
     const firsts = new Map<string, number>();
     let seen = 1;
-    await eventually(
+    await waitFor(
       () => {
         for (const arrival of endpoint.arrivals.entries.slice(seen)) if (arrival.webhookId !== null && !firsts.has(arrival.webhookId)) firsts.set(arrival.webhookId, arrival.receivedAt);
         seen = endpoint.arrivals.entries.length;
@@ -106,7 +107,7 @@ describe('a rate-limited FIFO endpoint across two worker processes', () => {
     expect(Math.max(...firsts.values()) - started).toBeLessThanOrEqual(84_000);
     expect([...firsts.keys()]).toEqual(rows.map((row) => row.id));
     expect(busiestSecond(all.map((arrival) => arrival.receivedAt))).toBeLessThanOrEqual(11);
-    await eventually(
+    await waitFor(
       async () => (await deliveryRows(producer.db)).every((row) => row.status === 'succeeded'),
       10_000,
       'every delivery recorded as succeeded',

@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 /** A seeded PRNG (mulberry32), so a failing run's 503 pattern can be replayed from its seed. */
 function seededRandom(seed: number): () => number {
@@ -56,7 +57,7 @@ describe('FIFO endpoints (docs/design.md §6, Ordering)', () => {
     let firstRecorded!: () => void;
     const recorded = new Promise<void>((resolve) => (firstRecorded = resolve));
     const first = sequelize.transaction(async (transaction) => {
-      await producer.outbox.record(transaction, 'post.created', buildPostData({ pid: 1 }));
+      await producer.events.record(transaction, 'post.created', buildPostData({ pid: 1 }));
       firstRecorded();
       await firstHolds;
     });
@@ -105,13 +106,13 @@ describe('FIFO endpoints (docs/design.md §6, Ordering)', () => {
       };
       const doomed = spawnWorker(workerEnv);
       workers.push(doomed, spawnWorker(workerEnv));
-      await eventually(() => firstOk.length >= EVENTS / 4, 120_000, 'a quarter of the events delivered');
+      await waitFor(() => firstOk.length >= EVENTS / 4, 120_000, 'a quarter of the events delivered');
       doomed.kill('SIGKILL');
       await exited(doomed);
 
-      await eventually(() => firstOk.length >= EVENTS, 300_000, `every event delivered (seed ${seed})`);
+      await waitFor(() => firstOk.length >= EVENTS, 300_000, `every event delivered (seed ${seed})`);
       expect({ seed, order: firstOk }).toEqual({ seed, order: created.map((row) => row.id) });
-      const rows = await eventually(async () => {
+      const rows = await waitFor(async () => {
         const all = await deliveryRows(producer.db);
         return all.every((row) => row.status === 'succeeded') && all;
       }, 30_000, 'every delivery recorded as succeeded');

@@ -3,8 +3,9 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 import { readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const CAP = 3;
 
@@ -68,7 +69,7 @@ describe('isolation across two worker processes', () => {
       const endpoint = await addEndpoint(producer.db, `${slow.url}/hooks`, { events: ['post.created'] });
       for (let pid = 1; pid <= 24; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
 
-      const rows = await eventually(async () => {
+      const rows = await waitFor(async () => {
         const all = (await deliveryRows(producer.db)).filter((row) => row.endpointId === endpoint.id);
         return all.every((row) => row.status === 'succeeded') && all;
       }, 30_000, 'every delivery succeeded');
@@ -87,7 +88,7 @@ describe('isolation across two worker processes', () => {
       const endpoint = await addEndpoint(producer.db, `${failing.url}/hooks`, { events: ['post.updated'] });
       for (let pid = 1; pid <= 20; pid += 1) await recordEvent(producer, 'post.updated', buildPostData({ pid }));
 
-      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 15_000, 'open');
+      await waitFor(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 15_000, 'open');
       // Attempts the gate admitted before it opened may still be on their way: at most the cap
       // minus one, and each is answered in 50 ms, so after 500 ms no attempt is left in flight.
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -4,7 +4,8 @@ import { createMetrics } from '../../shared/metrics';
 import { readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /** A TCP server that accepts connections, reads whatever comes, and never answers. */
 async function startSilentServer(): Promise<{ url: string; connections: () => number; close(): Promise<void> }> {
@@ -61,12 +62,12 @@ describe('webhook worker: isolation between endpoints (docs/design.md §6)', () 
       await addEndpoint(producer.db, `${silent.url}/hooks`, { events: ['post.created'] });
       await addEndpoint(producer.db, `${healthy.url}/hooks`, { events: ['post.updated'] });
       await producer.db.sequelize.transaction(async (transaction) => {
-        for (let pid = 1; pid <= 300; pid += 1) await producer.outbox.record(transaction, 'post.created', buildPostData({ pid }));
+        for (let pid = 1; pid <= 300; pid += 1) await producer.events.record(transaction, 'post.created', buildPostData({ pid }));
       });
-      await eventually(async () => (await producer.queue.getJobCounts(['waiting'])).total.waiting === 300, 10_000, '300 jobs queued');
+      await waitFor(async () => (await producer.queue.getJobCounts(['waiting'])).total.waiting === 300, 10_000, '300 jobs queued');
       running = startWorker(env.config, producer.db);
       // Every slot the dead endpoint may hold is held.
-      await eventually(() => silent.connections() >= 10, 10_000, 'the silent endpoint holds its cap');
+      await waitFor(() => silent.connections() >= 10, 10_000, 'the silent endpoint holds its cap');
 
       const recorded = new Map<string, number>();
       for (let pid = 1; pid <= 20; pid += 1) {
@@ -105,7 +106,7 @@ describe('webhook worker: isolation between endpoints (docs/design.md §6)', () 
 
       for (let pid = 1; pid <= 8; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
 
-      await eventually(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 10_000, 'open');
+      await waitFor(async () => (await readCircuitState(producer.connection, env.redisPrefix, endpoint.id, env.config.webhookQueuePartitions)) === 'open', 10_000, 'open');
       // Three deliveries stay pending with no attempt: they wait for the reopening.
       await new Promise((resolve) => setTimeout(resolve, 500));
       const rows = await producer.db.models.WebhookDelivery.findAll();

@@ -5,8 +5,8 @@ import { idTime } from '../../shared/webhook/ids';
 import { ApiClient, ApiHarness, createApiHarness } from '../api/support/api-harness';
 import { createServiceKey, TestServiceKey } from '../api/support/operations';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { waitFor } from '../support/processes';
 import { startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const DAY_MIGRATION = '20261126000100-day-partitions.js';
 const DAY_MS = 86_400_000;

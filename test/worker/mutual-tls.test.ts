@@ -6,7 +6,8 @@ import { RecordingServer, startRecordingServer } from '../support/recording-serv
 import { certificateMaker, TestCertificate } from '../support/test-certificates';
 import { TEST_TLS, trustTestCertificate } from '../support/tls-fixture';
 import { startTokenServer } from '../support/token-server';
-import { createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { createProducer, deliveryRows, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §14 revision 4, `client_certificate`: the worker presents an endpoint's certificate
@@ -55,7 +56,7 @@ describe('webhook worker: mutual TLS toward an endpoint', () => {
   const addEndpoint = async (path: string, certificate: TestCertificate | null, auth?: object) =>
     (await createEndpoint(producer.db, { url: `https://localhost:${receiver.port}${path}`, userId: null, clientCertificate: certificate, auth })).endpoint.id;
   const settled = (count: number) =>
-    eventually(
+    waitFor(
       async () => {
         const rows = await deliveryRows(producer.db);
         return rows.length === count && rows.every((row) => row.status === 'succeeded' || row.status === 'failed') && rows;

@@ -5,7 +5,8 @@ import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ForwardProxy, startForwardProxy } from '../support/forward-proxy';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { TokenServer, startTokenServer } from '../support/token-server';
-import { createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { createProducer, deliveryRows, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const CLIENT = { id: 'sender app', secret: 's3cret:with/odd chars' };
 
@@ -55,7 +56,7 @@ describe('webhook worker: OAuth2 client credentials toward an endpoint', () => {
       })
     ).endpoint.id;
   const settled = (count: number) =>
-    eventually(
+    waitFor(
       async () => {
         const rows = await deliveryRows(producer.db);
         return rows.length === count && rows.every((row) => row.status === 'succeeded' || row.status === 'failed') && rows;

@@ -4,11 +4,12 @@ import { QueryTypes } from 'sequelize';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../../shared/config';
 import { BUILT_IN_EVENT_TYPES } from '../../shared/operations';
-import { enqueueWebhook } from '../../shared/queue';
+import { enqueueWebhook } from '../../shared/deliveries/enqueue';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { createUser } from '../support/factories';
 import { RecordedRequest, RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, eventually, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const WATCHER_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const ENDPOINT_EVENTS = ['endpoint.failing', 'endpoint.recovered'];
@@ -108,19 +109,19 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
     await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId, pid: 1 }));
     await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId, pid: 2 }));
 
-    await eventually(() => noticesBy(['endpoint.failing']).length >= 2, 15_000, 'endpoint.failing');
+    await waitFor(() => noticesBy(['endpoint.failing']).length >= 2, 15_000, 'endpoint.failing');
     const failing = await episodeOf(flaky);
     expect(failing.episodeId).toMatch(/^epi_/);
     expect(failing.consecutiveFailures).toBeGreaterThanOrEqual(2);
 
     // Healthy again, and Redis forgets the circuit (with no attempt in flight to open it again):
     // the next attempt ends the episode.
-    await eventually(async () => (await producer.connection.zcard(leasesOf(flaky))) === 0, 5_000, 'no attempt in flight');
+    await waitFor(async () => (await producer.connection.zcard(leasesOf(flaky))) === 0, 5_000, 'no attempt in flight');
     healthy = true;
     await flushRedis();
     await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId, pid: 3 }));
-    await eventually(() => noticesBy(['endpoint.recovered']).length >= 2, 15_000, 'endpoint.recovered');
-    await eventually(async () => (await episodeOf(flaky)).episodeId === null, 5_000, 'episode closed');
+    await waitFor(() => noticesBy(['endpoint.recovered']).length >= 2, 15_000, 'endpoint.recovered');
+    await waitFor(async () => (await episodeOf(flaky)).episodeId === null, 5_000, 'episode closed');
     await new Promise((resolve) => setTimeout(resolve, 500));
 
     const notices = noticesBy(ENDPOINT_EVENTS);
@@ -174,25 +175,25 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
     start();
     start();
     for (let pid = 1; pid <= 20; pid += 1) await recordEvent(producer, 'post.created', buildPostData({ pid }));
-    await eventually(() => noticesBy(['endpoint.failing']).length === 1, 15_000, 'endpoint.failing');
+    await waitFor(() => noticesBy(['endpoint.failing']).length === 1, 15_000, 'endpoint.failing');
     const { episodeId } = await episodeOf(flaky);
 
     // Redis forgets the open circuit: the revived jobs fail again and open it again, in the same episode.
     await flushRedis();
     // Open again, with no attempt in flight (no lease held) whose release could open it a third time.
-    await eventually(async () => (await circuitOpen(flaky)) && (await producer.connection.zcard(leasesOf(flaky))) === 0, 15_000, 'the circuit to open again');
+    await waitFor(async () => (await circuitOpen(flaky)) && (await producer.connection.zcard(leasesOf(flaky))) === 0, 15_000, 'the circuit to open again');
     expect((await episodeOf(flaky)).consecutiveFailures).toBeGreaterThan(2);
     // Healthy, and Redis empty again: 20 successes, across both workers, end the episode together.
     healthy = true;
     await flushRedis();
-    await eventually(async () => {
+    await waitFor(async () => {
       const [{ left }] = await producer.db.sequelize.query<{ left: number }>(
         `SELECT count(*)::int AS left FROM webhook_deliveries WHERE endpoint_id = $1 AND status <> 'succeeded'`,
         { bind: [flaky], type: QueryTypes.SELECT },
       );
       return left === 0;
     }, 20_000, 'every delivery to the flaky endpoint succeeded');
-    await eventually(() => noticesBy(['endpoint.recovered']).length >= 1, 10_000, 'endpoint.recovered');
+    await waitFor(() => noticesBy(['endpoint.recovered']).length >= 1, 10_000, 'endpoint.recovered');
     await new Promise((resolve) => setTimeout(resolve, 500));
 
     expect(noticesBy(ENDPOINT_EVENTS).map(({ path, event, data }) => [path, event, data.episode_id])).toEqual([
@@ -205,7 +206,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
     healthy = false;
     await recordEvent(producer, 'post.created', buildPostData({ pid: 21 }));
     await recordEvent(producer, 'post.created', buildPostData({ pid: 22 }));
-    await eventually(() => noticesBy(['endpoint.failing']).length === 2, 15_000, 'a second endpoint.failing');
+    await waitFor(() => noticesBy(['endpoint.failing']).length === 2, 15_000, 'a second endpoint.failing');
     const second = noticesBy(['endpoint.failing'])[1].data;
     expect(second.episode_id).toMatch(/^epi_/);
     expect(second.episode_id).not.toBe(episodeId);
@@ -222,7 +223,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
 
     await recordEvent(producer, 'post.created', buildPostData({ user_id: alice.userId }));
 
-    await eventually(() => noticesBy(['delivery.exhausted']).length >= 2, 15_000, 'delivery.exhausted');
+    await waitFor(() => noticesBy(['delivery.exhausted']).length >= 2, 15_000, 'delivery.exhausted');
     await new Promise((resolve) => setTimeout(resolve, 500));
     const notices = noticesBy(['delivery.exhausted']);
     expect(notices.map(({ path }) => path).sort()).toEqual(['/alice-watch', '/operator']);
@@ -262,7 +263,7 @@ describe('webhook worker: operational events (endpoint.failing, endpoint.recover
       );
       return open === 0;
     };
-    await eventually(async () => noticesBy(['delivery.exhausted']).length >= 12 && (await settled()), 20_000, 'every delivery ended');
+    await waitFor(async () => noticesBy(['delivery.exhausted']).length >= 12 && (await settled()), 20_000, 'every delivery ended');
     await new Promise((resolve) => setTimeout(resolve, 500));
 
     const events = await producer.db.sequelize.query<{ about: string; deliveries: string[] }>(

@@ -5,7 +5,8 @@ import { partitionOf, partitionOfQueueName } from '../../shared/queue';
 import { deleteKeysByPrefix } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, resetAndClose, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const CONCURRENCY = 4;
 
@@ -37,7 +38,7 @@ async function startSlowReceiver(delayMs: number) {
 /** Records one post.created event per pid in one committed transaction. */
 async function recordPosts(producer: Producer, pids: number[]): Promise<void> {
   await producer.db.sequelize.transaction(async (transaction) => {
-    for (const pid of pids) await producer.outbox.record(transaction, 'post.created', buildPostData({ pid }));
+    for (const pid of pids) await producer.events.record(transaction, 'post.created', buildPostData({ pid }));
   });
 }
 
@@ -78,7 +79,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13)', () => 
       await recordPosts(producer, [1, 2, 3]);
 
       running = startWorker(env.config, producer.db);
-      await eventually(() => slow.stats.requests >= 36, 30_000, 'every delivery sent');
+      await waitFor(() => slow.stats.requests >= 36, 30_000, 'every delivery sent');
 
       expect(slow.stats.maxInFlight).toBe(CONCURRENCY);
       expect(slow.stats.paths.size).toBe(12);
@@ -95,7 +96,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13)', () => 
       await running.worker.waitUntilReady();
       await recordPosts(producer, Array.from({ length: 12 }, (_, i) => i + 1));
 
-      await eventually(() => slow.stats.requests >= 12, 20_000, 'every delivery sent');
+      await waitFor(() => slow.stats.requests >= 12, 20_000, 'every delivery sent');
       expect(slow.stats.maxInFlight).toBe(CONCURRENCY);
     } finally {
       await slow.close();
@@ -110,7 +111,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13)', () => 
       running = startWorker(env.config, producer.db);
       await running.worker.waitUntilReady();
       await recordPosts(producer, Array.from({ length: 40 }, (_, i) => i + 1));
-      await eventually(() => slow.stats.inFlight === CONCURRENCY, 10_000, 'the busy partition holding every slot');
+      await waitFor(() => slow.stats.inFlight === CONCURRENCY, 10_000, 'the busy partition holding every slot');
       // An endpoint of another partition, for post.updated only.
       for (;;) {
         const other = await addEndpoint(producer.db, `${fast.url}/hooks/other`, { events: ['post.updated'] });
@@ -119,7 +120,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13)', () => 
       }
 
       const started = Date.now();
-      await producer.db.sequelize.transaction(async (transaction) => producer.outbox.record(transaction, 'post.updated', buildPostData({ pid: 100 })));
+      await producer.db.sequelize.transaction(async (transaction) => producer.events.record(transaction, 'post.updated', buildPostData({ pid: 100 })));
       await fast.waitForRequests(1, 10_000);
 
       // 40 jobs of 500 ms on 4 slots take 5 s: the other partition waits for one attempt at most.
@@ -144,7 +145,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13)', () => 
         else await before.db.models.WebhookEndpoint.destroy({ where: { id: endpoint.id } });
       }
       await recordPosts(before, [1, 2, 3, 4, 5]);
-      const waiting = await eventually(async () => {
+      const waiting = await waitFor(async () => {
         const jobs = await before.queue.getJobs(['waiting']);
         return jobs.length === 20 && jobs;
       }, 10_000, '20 jobs queued');
@@ -153,9 +154,9 @@ describe('webhook worker over a partitioned queue (docs/design.md §13)', () => 
       // Without its relay, which would also queue the deliveries again into partitions 1 and 2.
       running = startWorker(two, before.db, { relay: false });
       const delivered = () => new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size;
-      await eventually(() => delivered() === 20, 20_000, 'every delivery sent');
+      await waitFor(() => delivered() === 20, 20_000, 'every delivery sent');
       expect(running.worker.partitions).toEqual([1, 2, 3, 4]);
-      await eventually(async () => (await deliveryRows(before.db)).every((row) => row.status === 'succeeded'), 10_000, 'every delivery succeeded');
+      await waitFor(async () => (await deliveryRows(before.db)).every((row) => row.status === 'succeeded'), 10_000, 'every delivery succeeded');
       await running.close();
       running = undefined;
 

@@ -4,8 +4,9 @@ import { serializeEnvelope } from '../../shared/webhook';
 import { ArrivalRecorder, startArrivalRecorder } from '../support/arrival-recorder';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { idAt } from '../support/partitions';
-import { Producer, addEndpoint, createProducer, eventually } from './support/harness';
+import { Producer, addEndpoint, createProducer } from './support/harness';
 import { exited, spawnWorker } from './support/processes';
+import { waitFor } from '../support/wait-for';
 
 const LIMIT = 50;
 const QUEUED = 2_000;
@@ -85,7 +86,7 @@ describe('endpoint rate limit across two worker processes', () => {
     // The other endpoint's hundred arrive at once, not behind the limited backlog.
     expect(Math.max(...others.map((request) => request.receivedAt)) - othersQueued).toBeLessThan(5_000);
     expect(new Set(all.map((request) => request.webhookId)).size).toBe(QUEUED);
-    await eventually(
+    await waitFor(
       async () => Number((await producer.db.sequelize.query(`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'succeeded'`, { plain: true }))?.n) === QUEUED + OTHERS,
       10_000,
       'every delivery recorded',

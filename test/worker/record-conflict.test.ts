@@ -2,7 +2,8 @@ import { Client } from 'pg';
 import { Database, createDatabase } from '../../shared/db';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, eventually, recordEvent, startWorker } from './support/harness';
+import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, recordEvent, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §13: an attempt the endpoint answered is recorded, not sent again, also when
@@ -59,10 +60,10 @@ describe('an attempt record that loses a deadlock', () => {
     await worker.worker.waitUntilReady();
     await recordEvent(producer, 'post.created', buildPostData({ pid: 1 }));
 
-    await eventually(async () => locked !== undefined, 10_000, 'the attempt to reach the endpoint');
+    await waitFor(async () => locked !== undefined, 10_000, 'the attempt to reach the endpoint');
     await locked;
     // The record waits for the endpoint's row, holding the delivery's.
-    await eventually(
+    await waitFor(
       async () =>
         Number(
           (
@@ -79,11 +80,11 @@ describe('an attempt record that loses a deadlock', () => {
     await locker.query('UPDATE webhook_deliveries SET updated_at = updated_at WHERE id = $1', [delivery.id]);
     await locker.query('COMMIT');
 
-    const [row] = await eventually(async () => {
+    const [row] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.attempts === 1 && rows;
     }, 10_000, 'the attempt recorded');
-    await eventually(async () => (await deadlocks()) > before, 5_000, 'PostgreSQL to count the deadlock');
+    await waitFor(async () => (await deadlocks()) > before, 5_000, 'PostgreSQL to count the deadlock');
     // BullMQ would have run a failed job again after 1 s; the outbox relay revives after 2 s.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     expect(receiver.requests.map((request) => String(request.headers['webhook-id']))).toEqual([row.id]);

@@ -7,7 +7,8 @@ import { redeliver } from '../../shared/operations/delivery-actions';
 import { OPERATOR } from '../../shared/operations/viewer';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { ensureDays, idAt } from '../support/partitions';
-import { Producer, createProducer, eventually, silentLogger, startWorker } from './support/harness';
+import { Producer, createProducer, silentLogger, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 const DAY_MS = 86_400_000;
 
@@ -127,7 +128,7 @@ describe('retention (docs/design.md §11)', () => {
     try {
       await sequelize().query('LOCK TABLE webhook_attempts IN ROW EXCLUSIVE MODE', { transaction: blocker });
       pruning = retention.prune();
-      await eventually(async () => {
+      await waitFor(async () => {
         const [waiting] = await sequelize().query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DETACH PARTITION%'`,
           { type: QueryTypes.SELECT },
@@ -182,7 +183,7 @@ describe('retention (docs/design.md §11)', () => {
     }
     const running = startWorker(env.config, producer.db);
     try {
-      for (const day of ahead) await eventually(async () => (await partitionsOf(day)).length === 3, 10_000, 'partitions ahead');
+      for (const day of ahead) await waitFor(async () => (await partitionsOf(day)).length === 3, 10_000, 'partitions ahead');
     } finally {
       await running.close();
     }
@@ -194,7 +195,7 @@ describe('retention (docs/design.md §11)', () => {
     const connection = createRedis(env.config, 'client');
     const maintenance = new Queue(MAINTENANCE_QUEUE_NAME, { connection, prefix: env.redisPrefix });
     try {
-      const schedulers = await eventually(async () => {
+      const schedulers = await waitFor(async () => {
         const found = await maintenance.getJobSchedulers();
         return found.length > 0 && found;
       }, 5_000, 'scheduler');

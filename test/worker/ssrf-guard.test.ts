@@ -4,7 +4,8 @@ import { createHttpSender } from '../../services/webhook-worker/src/http-sender'
 import { createPrivateAllowlist, isNonPublicAddress } from '../../services/webhook-worker/src/ssrf-guard';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
-import { addEndpoint, createProducer, deliveryRows, eventually, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { addEndpoint, createProducer, deliveryRows, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 describe('SSRF guard: addresses that embed or stand for IPv4 ones', () => {
   it.each([
@@ -188,7 +189,7 @@ describe('webhook worker: SSRF guard on, WEBHOOK_PRIVATE_ALLOWLIST', () => {
 
     const [request] = await peer.waitForRequests(1);
     expect(request.path).toBe('/internal');
-    await eventually(async () => (await deliveryRows(producer.db))[0]?.status === 'succeeded', 5_000, 'succeeded');
+    await waitFor(async () => (await deliveryRows(producer.db))[0]?.status === 'succeeded', 5_000, 'succeeded');
   });
 
   it('when the endpoint resolves to a private address and is not allowlisted, then it fails at once and last_error names the host, not the address', async () => {
@@ -197,7 +198,7 @@ describe('webhook worker: SSRF guard on, WEBHOOK_PRIVATE_ALLOWLIST', () => {
 
     await recordEvent(producer, 'post.created');
 
-    const [delivery] = await eventually(async () => {
+    const [delivery] = await waitFor(async () => {
       const rows = await deliveryRows(producer.db);
       return rows[0]?.status === 'failed' && rows;
     });

@@ -4,9 +4,9 @@ import { QueryTypes } from 'sequelize';
 import { startTracing, Tracing } from '../../shared/tracing';
 import { ApiClient, ApiHarness, createApiHarness } from '../api/support/api-harness';
 import { createUser, TestUser } from '../support/factories';
-import { waitFor } from '../support/processes';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { createProducer, Producer, startWorker } from './support/harness';
+import { waitFor } from '../support/wait-for';
 
 /**
  * docs/design.md §12: with tracing on, one trace runs from the api request through the delivery row

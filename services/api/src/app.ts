@@ -11,13 +11,14 @@ import { redisPlugin } from '../../../shared/http/redis-plugin';
 import { serverTimeouts } from '../../../shared/http/server-timeouts';
 import { createMetrics, Metrics, metricsPlugin } from '../../../shared/metrics';
 import { endpointRulesOf } from '../../../shared/operations/endpoints';
-import { createOutbox, createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
+import { createWebhookQueue, QueueUnavailableError, WebhookQueue } from '../../../shared/queue';
+import { createOutbox } from '../../../shared/deliveries/outbox';
 import { CircuitState, readCircuitState } from '../../../shared/endpoint-gate';
 import { createRedis, describeRedisTarget, logRedisOutages, pingRedis, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { requestTracing } from '../../../shared/tracing/request-tracing';
 import { createImageStore } from '../../../shared/posts/images/image-store';
 import { createPostCache } from '../../../shared/posts/post-cache';
-import type { PostOutbox } from '../../../shared/posts/post-events';
+import { type PostOutbox, postOutboxOf } from '../../../shared/posts/post-events';
 import { createPostsRepository } from '../../../shared/posts/posts-repository';
 import { createErrorHandler } from './error-handler';
 import { requestIdOf } from './request-id';
@@ -82,7 +83,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   logRedisOutages(redis, app.log, `Redis at ${describeRedisTarget(config)}`, 'the cache is off, deliveries wait in the outbox');
   const queue = deps.queue ?? createWebhookQueue(config, redis, app.log);
   const outbox = createOutbox({ db: database, queue, logger: app.log, relayIntervalMs: config.outboxRelayIntervalMs });
-  const postEvents = deps.postEvents ?? outbox;
+  const postEvents = deps.postEvents ?? postOutboxOf(database.sequelize, outbox);
   const metrics = deps.metrics ?? createMetrics(`api-${config.apiLayout}`);
   const layout = LAYOUTS[config.apiLayout];
 

@@ -1,24 +1,13 @@
 import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import { DEFERRED_PRIORITY } from '../../../shared/queue';
-import { AttemptVerdict, DeliveryGate, GateDecision, gateKeyOf } from '../../../shared/endpoint-gate';
+import { AttemptVerdict, GateDecision, gateKeyOf } from '../../../shared/endpoint-gate';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/endpoint-gate';
 import { announceCircuitOpened } from './circuit-notices';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { linePlace } from './fifo-line';
 import { DeliveryJob, between, jobIdOf, postpone } from './job-moves';
-
-/** A partition's per-endpoint controls. */
-export interface PartitionGates {
-  gate: DeliveryGate;
-  /** Each endpoint's `rate_limit_per_s`, across all workers (docs/design.md §14). */
-  rateLimiter: EndpointRateLimiter;
-}
-
-/** What one job's attempt works with: its partition and that partition's gates. */
-export interface JobScope extends PartitionGates {
-  partition: number;
-}
+import type { JobScope } from './job-scope';
 
 /**
  * A lease held from a gate key's gate, the rate limit whose slot the gate reserved with it

@@ -1,7 +1,7 @@
 import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import type { LinePlace } from '../../../shared/endpoint-gate';
-import type { JobScope } from './admission';
+import type { JobScope } from './job-scope';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { DeliveryJob, postpone } from './job-moves';
 

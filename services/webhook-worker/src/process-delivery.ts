@@ -3,7 +3,8 @@ import type { Config } from '../../../shared/config';
 import type { Metrics } from '../../../shared/metrics';
 import { RETRY_PRIORITY, partitionOfQueueName } from '../../../shared/queue';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
-import { JobScope, Lease, PartitionGates, createAdmission } from './admission';
+import { Lease, createAdmission } from './admission';
+import type { JobScope, PartitionGates } from './job-scope';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import { createFifoLine } from './fifo-line';
 import type { HttpSender } from './http-sender';
@@ -11,7 +12,7 @@ import { DeliveryJob, between, jobIdOf, outageWaitMs, postpone } from './job-mov
 import type { RetryPolicy } from './retry-policy';
 import { createSendAttempt } from './send-attempt';
 
-export type { PartitionGates } from './admission';
+export type { PartitionGates } from './job-scope';
 export type { DeliveryJob } from './job-moves';
 
 export interface DeliveryProcessorOptions {

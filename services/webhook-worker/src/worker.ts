@@ -5,16 +5,15 @@ import type { Database } from '../../../shared/db';
 import type { Metrics } from '../../../shared/metrics';
 import { EndpointRateLimiter, createDeliveryGates, createEndpointRateLimiter, listOpenCircuits } from '../../../shared/endpoint-gate';
 import {
-  Outbox,
   WebhookJobData,
   WebhookJobName,
   WebhookQueue,
-  createOutbox,
   createWebhookQueue,
   currentPartitions,
   partitionQueueName,
-  queueRecordedDeliveries,
 } from '../../../shared/queue';
+import { queueRecordedDeliveries } from '../../../shared/deliveries/enqueue';
+import { Outbox, createOutbox } from '../../../shared/deliveries/outbox';
 import { startPartitionKeeper } from '../../../shared/db/partition-keeper';
 import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { createSlotPool } from './slot-pool';

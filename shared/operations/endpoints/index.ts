@@ -6,8 +6,8 @@ export { type ClientCertificatePem, type ClientCertificateView, normalizeClientC
 export { DEVELOPMENT_RULES, type EndpointRules, endpointRulesOf } from './credential-rules';
 export { assertEndpointFilter } from './filter';
 export { MASKED, normalizeEndpointHeaders, presentHeaders } from './headers';
+export type { EndpointChanges } from './changes';
 export {
-  type EndpointChanges,
   type NewEndpoint,
   type RotatedSecret,
   USERINFO_REFUSED,

@@ -4,7 +4,7 @@ import { shownUrl, unmaskUrl } from '../../http/url-display';
 import { closeEpisode } from '../../deliveries/episodes';
 import { closeCircuitOfMovedEndpoint } from '../../endpoint-gate/circuit-state';
 import { endDeliveriesOfDeletedEndpoint } from '../../deliveries/deleted-endpoint';
-import { type DeliveryDeps, queueRecordedDeliveries } from '../../queue';
+import { type DeliveryDeps, queueRecordedDeliveries } from '../../deliveries/enqueue';
 import { Page, decodeCursor, toPage } from '../cursor';
 import { EndpointLimitError, EndpointNotFoundError, InvalidCursorError, InvalidEndpointError } from '../errors';
 import { assertKnownEventTypes } from '../event-catalog';
@@ -12,6 +12,7 @@ import type { Viewer } from '../viewer';
 import { normalizeEndpointAuth } from './auth';
 import { normalizeClientCertificate } from './client-certificate';
 import { DEVELOPMENT_RULES, type EndpointRules, assertCredentialsFit } from './credential-rules';
+import type { EndpointChanges } from './changes';
 import { assertEndpointFilter } from './filter';
 import { normalizeEndpointHeaders } from './headers';
 import { originOf } from './origin';
@@ -41,25 +42,6 @@ export interface NewEndpoint {
   /** OAuth2 client credentials, or null (auth.ts `normalizeEndpointAuth`). */
   auth?: unknown;
   /** `{cert, key}` in PEM, or null (client-certificate.ts `normalizeClientCertificate`). */
-  clientCertificate?: unknown;
-}
-
-/** The fields PATCH may change; `active: true` re-enables and clears `disabled_reason`. */
-export interface EndpointChanges {
-  url?: string;
-  events?: string[];
-  description?: string | null;
-  active?: boolean;
-  /** Replaces the whole map; `********` keeps a stored sensitive value, except across origins (docs/design.md §14). */
-  headers?: Record<string, unknown>;
-  /** A switch to `fifo` orders the deliveries made from then on. */
-  ordering?: EndpointOrdering;
-  rateLimitPerS?: number | null;
-  /** null removes it. */
-  filter?: unknown;
-  /** Replaces `auth` whole; null removes it; `client_secret: "********"` keeps the stored secret for the same token origin. */
-  auth?: unknown;
-  /** Replaces the certificate; null removes it; `key: "********"` keeps the stored key. */
   clientCertificate?: unknown;
 }
 

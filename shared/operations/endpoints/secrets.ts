@@ -8,7 +8,7 @@ import { maskedAuthKept } from './auth';
 import { maskedKeyKept } from './client-certificate';
 import { maskedHeadersKept } from './headers';
 import { originOf } from './origin';
-import type { EndpointChanges } from './repository';
+import type { EndpointChanges } from './changes';
 import type { SignatureScheme } from './view';
 
 /** `whsec_` + base64 of 32 random bytes (docs/design.md §3: 24..64), the Standard Webhooks secret format. */

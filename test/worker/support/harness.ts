@@ -1,9 +1,10 @@
 import pino from 'pino';
-import { QueryTypes } from 'sequelize';
+import { QueryTypes, type Transaction } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { Database, createDatabase } from '../../../shared/db';
-import type { PostEventName } from '../../../shared/posts/post-events';
-import { Outbox, WebhookQueue, createOutbox, createWebhookQueue } from '../../../shared/queue';
+import { type PostEventName, insertPostEventJobs } from '../../../shared/posts/post-events';
+import { WebhookQueue, createWebhookQueue } from '../../../shared/queue';
+import { Outbox, createOutbox } from '../../../shared/deliveries/outbox';
 import { createRedis, RedisClient } from '../../../shared/redis';
 import { WebhookWorker, WebhookWorkerOptions, createWebhookWorker } from '../../../services/webhook-worker/src/worker';
 
@@ -15,6 +16,8 @@ export interface Producer {
   connection: RedisClient;
   queue: WebhookQueue;
   outbox: Outbox;
+  /** Post events over the outbox, as the api records them; `data` of any shape, for the tests' own payloads. */
+  events: { record(transaction: Transaction, event: PostEventName, data: object): Promise<void> };
   close(): Promise<void>;
 }
 
@@ -29,6 +32,7 @@ export function createProducer(config: Config, outboxOptions: { reviveAfterMs?: 
     connection,
     queue,
     outbox,
+    events: { record: async (transaction, event, data) => outbox.queueAfterCommit(transaction, await insertPostEventJobs(db.sequelize, transaction, event, data)) },
     async close() {
       await outbox.stop();
       await queue.close();
@@ -100,25 +104,9 @@ export function buildPostData(overrides: Record<string, unknown> = {}): Record<s
 
 /** Records a post event in its own committed transaction, as the posts repository does. */
 export async function recordEvent(producer: Producer, event: PostEventName, data: object = buildPostData()): Promise<void> {
-  await producer.db.sequelize.transaction((transaction) => producer.outbox.record(transaction, event, data));
+  await producer.db.sequelize.transaction((transaction) => producer.events.record(transaction, event, data));
 }
 
-type Falsy = false | null | undefined | 0 | '';
-
-/** Polls `check` every 25 ms until it returns a truthy value; rejects after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => Promise<T | Falsy> | T | Falsy,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<Exclude<T, Falsy>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as Exclude<T, Falsy>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 /** Delivery rows as the tests look at them. */
 /** Every delivery row, oldest first, its `body` read from its event (docs/design.md §3: stored once). */

@@ -10,7 +10,7 @@ import type {
 } from 'fastify';
 import type { Sequelize, Transaction } from 'sequelize';
 import { isOutcomeUnknown } from '../../../../shared/db';
-import type { InCommit } from '../../../../shared/queue';
+import type { InCommit } from '../../../../shared/deliveries/enqueue';
 import { ApiError } from '../errors';
 import type { IdempotencyOwner } from '../../../../shared/posts/idempotency';
 import { StoredAnswer, createIdempotencyStore } from './idempotency-store';

@@ -1,9 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors';
-
-/** The scopes a service key may hold (docs/design.md §4); `*` holds them all. `portal:write` mints portal links (§11). */
-export const SCOPES = ['webhooks:send', 'webhooks:read', 'endpoints:read', 'endpoints:write', 'portal:write'] as const;
-export type Scope = (typeof SCOPES)[number];
+import type { Scope } from '../users/scopes';
 
 /** An end user, authenticated by bearer token and user id. */
 export interface UserPrincipal {

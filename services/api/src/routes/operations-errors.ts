@@ -13,7 +13,8 @@ import {
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from '../../../../shared/queue';
 import { EncryptionError, LogicError } from '../../../../shared/webhook/errors';
 import { ApiError } from '../errors';
-import { Scope, requireServiceScope, visibilityFor } from '../plugins/principal';
+import { requireServiceScope, visibilityFor } from '../plugins/principal';
+import type { Scope } from '../users/scopes';
 
 /**
  * The error handler of the operations routes: maps the domain errors of shared/operations

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { OPERATIONAL_EVENTS } from '../../../../shared/deliveries/operational-event-names';
 import { EVENT_TYPE_NAME } from '../../../../shared/operations';
-import { WEBHOOK_METHODS } from '../../../../shared/queue';
+import { WEBHOOK_METHODS } from '../../../../shared/deliveries/enqueue';
 import { validatedBy } from '../schemas/joi-validation';
 import { PAGE_QUERY_JOI, PAGE_QUERY_PROPERTIES } from './operations-schemas';
 

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../../../shared/db';
 import { getDeliveryDetails, listDeliveries, publishEvent, redeliver } from '../../../../shared/operations';
-import { DeliveryNotFoundError, WebhookQueue, enqueueWebhook } from '../../../../shared/queue';
+import { DeliveryNotFoundError, WebhookQueue } from '../../../../shared/queue';
+import { enqueueWebhook } from '../../../../shared/deliveries/enqueue';
 import { answerInCommit } from '../plugins/idempotency';
 import type { ListReader } from '../plugins/list-reader';
 import { visibilityFor } from '../plugins/principal';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { SCOPES } from '../plugins/principal';
+import { SCOPES } from './scopes';
 import { InvalidScopesError } from './errors';
 
 /**

@@ -2,12 +2,11 @@ import type { RedisClient } from '../redis';
 import type { Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { createDeferredEnqueuedMarks, markEnqueued } from '../deliveries/enqueued-mark';
-import { insertPostEventJobs, type PostEventName } from '../posts/post-events';
-import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from '../deliveries/relay-rows';
-import { queueRecordedDeliveries } from './deliveries';
-import { currentPartitions, partitionKeyBase } from './partitions';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from './webhook-queue';
+import { createDeferredEnqueuedMarks, markEnqueued } from './enqueued-mark';
+import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from './relay-rows';
+import { queueRecordedDeliveries } from './enqueue';
+import { currentPartitions, partitionKeyBase } from '../queue/partitions';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from '../queue/webhook-queue';
 
 /** Dependencies and tuning of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -39,20 +38,12 @@ export interface RelayResult {
 
 export interface Outbox {
   /**
-   * Writes one `webhook_deliveries` row per active endpoint subscribed to `event` (an
-   * endpoint with no events takes every event), inside the caller's transaction, so the
-   * rows commit or roll back with the post change. The body is the docs/design.md §7 envelope
-   * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`,
-   * serialised once. Only operator endpoints and those of the post's owner (`data.user_id`)
-   * receive it (docs/design.md §6 ownership). After commit, without holding up the
-   * caller, the rows are added to the queue and, those no claim marked first, marked
-   * `enqueued_at` within 250 ms; when Redis is away that is logged and left to the relay, and
-   * the caller's commit still succeeds.
-   *
-   * @param data - the event data of docs/design.md §6 (`pid`, `uuid`, `user_id`, ...)
-   * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
+   * For writers that inserted outbox rows inside `transaction` (a post's update or delete, see
+   * shared/posts/post-events.ts): after commit, without holding up the caller, adds the jobs
+   * and marks those no claim marked first `enqueued_at` within 250 ms; when Redis is away that
+   * is logged and left to the relay, and the caller's commit still succeeds.
    */
-  record(transaction: Transaction, event: PostEventName, data: object): Promise<void>;
+  queueAfterCommit(transaction: Transaction, jobs: readonly DeliveryJob[]): void;
   /**
    * For writers that put the outbox rows in their own statement (a batch of post creates,
    * shared/posts/create-batch.ts): once that statement committed, adds
@@ -203,7 +194,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
     return { enqueued, revived, swept };
   }
 
-  function enqueueAfterCommit(transaction: Transaction, jobs: DeliveryJob[]): void {
+  function enqueueAfterCommit(transaction: Transaction, jobs: readonly DeliveryJob[]): void {
     if (jobs.length === 0) return;
     // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
     // awaiting it keeps Redis off the caller's response time. stop() waits for it.
@@ -226,9 +217,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   }
 
   return {
-    async record(transaction, event, data) {
-      enqueueAfterCommit(transaction, await insertPostEventJobs(sequelize, transaction, event, data));
-    },
+    queueAfterCommit: enqueueAfterCommit,
 
     queueCommitted: enqueueCommitted,
 

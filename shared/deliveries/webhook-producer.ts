@@ -1,7 +1,10 @@
-import type { Config } from '../config';
+import { type Config, loadConfig } from '../config';
 import { type Database, createDatabase } from '../db';
+import { type WebhookMethod, enqueueWebhook } from './enqueue';
 import { type QueueLogger, type WebhookQueue, createWebhookQueue } from '../queue/webhook-queue';
 import { closeRedis, createRedis, describeRedisTarget, logRedisOutages, RedisClient, RedisTarget, whenReady } from '../redis';
+import type { WebhookToEnqueue } from '../webhook/queue-binding';
+import { WebhookRequest } from '../webhook/webhook-request';
 
 /**
  * How long a new producer's first enqueue waits for Redis, ms. Past it the delivery row is
@@ -37,7 +40,7 @@ export interface WebhookProducer extends WebhookProducerDeps {
 /**
  * Opens a database pool and a `client`-role Redis connection (commands fail fast while
  * Redis is away) with the `webhooks` queue on it. Importing this module loads Sequelize and
- * BullMQ; `WebhookRequest` imports it only when `enqueue()` first runs.
+ * BullMQ.
  *
  * @param config - DATABASE_URL, REDIS_URL, REDIS_CLUSTER_NODES, REDIS_PREFIX and
  *   WEBHOOK_QUEUE_PARTITIONS (default 1) as `loadConfig` reads them; prefix and count must be
@@ -72,3 +75,45 @@ export function createWebhookProducer(
   };
 }
 
+
+declare module '../webhook/queue-binding' {
+  /** `WebhookRequest.enqueue(producer)` takes what `enqueueWebhook()` writes to and queues on. */
+  interface EnqueueTarget extends WebhookProducerDeps {}
+}
+
+/** The process-wide producer of `enqueue()` without an argument, opened on first use. */
+let defaultProducer: Promise<WebhookProducer> | null = null;
+
+function openDefaultProducer(): Promise<WebhookProducer> {
+  if (!defaultProducer) {
+    const opening = Promise.resolve().then(() => createWebhookProducer(loadConfig(process.env, 'cli')));
+    // A bad environment must not stick: the next call reads it again.
+    opening.catch(() => {
+      if (defaultProducer === opening) defaultProducer = null;
+    });
+    defaultProducer = opening;
+  }
+  return defaultProducer;
+}
+
+/**
+ * Records and queues what `WebhookRequest.enqueue()` hands over, on the caller's producer or
+ * the default one (built from `loadConfig(process.env, 'cli')`).
+ * @returns the delivery id
+ * @throws what `enqueueWebhook()` throws; ConfigError when the default producer's environment is invalid
+ */
+async function enqueueRequest(webhook: WebhookToEnqueue, producer: WebhookProducerDeps | undefined): Promise<string> {
+  const deps = producer ?? (await openDefaultProducer());
+  await deps.ready;
+  // Any other method is refused there with InvalidWebhookError.
+  return enqueueWebhook({ ...webhook, method: webhook.method as WebhookMethod }, deps);
+}
+
+async function closeDefaultProducer(): Promise<void> {
+  const opening = defaultProducer;
+  defaultProducer = null;
+  const producer = await opening?.catch(() => null);
+  await producer?.close();
+}
+
+WebhookRequest.bindQueue({ enqueue: enqueueRequest, closeDefaultProducer });

@@ -1,17 +1,17 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { Database } from '../db';
 import { shownUrl } from '../http/url-display';
-import { isReservedEventName } from '../deliveries/operational-event-names';
+import { isReservedEventName } from './operational-event-names';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing';
 import { isEd25519PublicKey } from '../webhook/ed25519';
 import { HmacAlgo, assertAlgo, newWebhookId, serializeEnvelope, signedHeaders } from '../webhook/signing';
-import { gateKeysOf } from '../deliveries/delivery-gates';
-import { markEnqueued } from '../deliveries/enqueued-mark';
-import { insertSingleDelivery } from '../deliveries/events';
-import { findRedeliveryCandidate, Reattempt, reopenForRedelivery, rollBackReattempts } from '../deliveries/reattempt';
-import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from './errors';
+import { gateKeysOf } from './delivery-gates';
+import { markEnqueued } from './enqueued-mark';
+import { insertSingleDelivery } from './events';
+import { findRedeliveryCandidate, Reattempt, reopenForRedelivery, rollBackReattempts } from './reattempt';
+import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from '../queue/errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from './webhook-queue';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from '../queue/webhook-queue';
 
 /** Methods a queued webhook may use; each carries the signed body. */
 export const WEBHOOK_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
