@@ -4,12 +4,12 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
-import { errorChain } from '../../../shared/db/errors';
-import { shownUrl } from '../../../shared/http/url-display';
+import { errorChain } from '../../../../../shared/db/errors';
+import { shownUrl } from '../../../../../shared/http/url-display';
 import { ClientCertificate, createClientCertificateAgents } from './client-certificate-agents';
 import { EgressProxy, createEgressProxy } from './egress-proxy';
 import { AttemptTimeoutError, BlockedTargetError, EgressProxyAnswerError } from './errors';
-import { AttemptOutcome, parseRetryAfter } from './retry-policy';
+import { AttemptOutcome, parseRetryAfter } from '../../retry-policy';
 import { createSsrfGuard } from './ssrf-guard';
 
 /** Bytes of the answer kept in webhook_attempts (docs/design.md §3). */
