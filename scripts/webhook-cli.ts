@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type Config, loadConfig } from '../shared/config';
 import { type SendField, WebhookRequest } from '../shared/webhook';
-import { type EgressProxy, createEgressProxy } from '../services/webhook-worker/src/egress-proxy';
+import { type EgressProxy, createEgressProxy } from '../services/webhook-worker/src/destinations/http/egress-proxy';
 
 const USAGE = `usage: npm run webhook -- send --url URL --event EVENT --data JSON [options]
   --secret S        shared secret (default: derived from APP_KEY and WEBHOOK_SALT)

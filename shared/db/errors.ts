@@ -80,15 +80,21 @@ export class StandbyReachedError extends Error {
 
 /**
  * `error` and the errors it wraps, outermost first: Sequelize's `parent` and `original`, else
- * the standard `cause`; at most five, and only Error objects.
+ * the standard `cause`, else the first of an AggregateError's `errors` (happy eyeballs: the
+ * first address's failure speaks for all); at most five. Duck-typed, any object with a
+ * `message`: errors from Node's internals need not be instances of this realm's Error.
  */
-function* errorChain(error: unknown): Generator<Error> {
+export function* errorChain(error: unknown): Generator<Error> {
   let current: unknown = error;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth += 1) {
+  for (let depth = 0; depth < 5 && isErrorLike(current); depth += 1) {
     yield current;
-    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown };
-    current = wrapped.parent ?? wrapped.original ?? wrapped.cause;
+    const wrapped = current as { cause?: unknown; parent?: unknown; original?: unknown; errors?: unknown };
+    current = wrapped.parent ?? wrapped.original ?? wrapped.cause ?? (Array.isArray(wrapped.errors) ? wrapped.errors[0] : undefined);
   }
+}
+
+function isErrorLike(value: unknown): value is Error {
+  return value instanceof Error || (typeof value === 'object' && value !== null && typeof (value as { message?: unknown }).message === 'string');
 }
 
 function isUnavailableSqlState(code: unknown): boolean {

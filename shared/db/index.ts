@@ -33,7 +33,7 @@ export interface Models {
   PortalSession: typeof PortalSession;
 }
 
-export { isDatabaseUnavailable, isOutcomeUnknown, isTransactionConflict, StandbyReachedError } from './errors';
+export { errorChain, isDatabaseUnavailable, isOutcomeUnknown, isTransactionConflict, StandbyReachedError } from './errors';
 
 // While PostgreSQL is unreachable a request must fail within seconds (503, docs/design.md §6), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.

@@ -1,6 +1,6 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
-import { gateKeyOf } from '../endpoint-gate/gate-keys';
+import { endpointGateKey } from '../endpoint-gate/gate-keys';
 import { eventEnvelope } from './event-data';
 import type { EventKind } from './events';
 import { newIdAtSql, newIdSql } from './ids';
@@ -102,5 +102,5 @@ export interface FannedOutEvent {
 /** The jobs to add for one event written by {@link eventRowsClauses}, with their endpoints' gate keys. */
 export function jobsOfEvent(row: FannedOutEvent): DeliveryJob[] {
   const endpointIds = row.endpoint_ids ?? [];
-  return (row.delivery_ids ?? []).map((deliveryId, index) => ({ deliveryId, gate: gateKeyOf({ endpointId: endpointIds[index], url: '' }) }));
+  return (row.delivery_ids ?? []).map((deliveryId, index) => ({ deliveryId, gate: endpointGateKey(endpointIds[index]) }));
 }

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../redis';
 import { partitionOf } from '../queue/partitions';
-import { gateKeys } from './gate-keys';
+import { endpointGateKey, gateKeys } from './gate-keys';
 
 /** A circuit's state as docs/design.md §6 and the endpoint stats of §11 name it. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -24,7 +24,7 @@ export const CIRCUIT_MEMORY_MS = 86_400_000;
  * @param originEpoch - the endpoint's `origin_epoch`; default 0
  */
 export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, partitions = 1, originEpoch = 0): Promise<CircuitState> {
-  const gateKey = `e:${endpointId}`;
+  const gateKey = endpointGateKey(endpointId);
   const [until, epoch] = await redis.hmget(gateKeys(prefix, gateKey, partitionOf(gateKey, partitions)).circuit, 'until', 'epoch');
   if (Number(epoch ?? 0) < originEpoch) return 'closed';
   return stateAt(Number(until ?? 0), Date.now());
@@ -47,7 +47,7 @@ export async function closeCircuitOfMovedEndpoint(
   partitions: readonly number[],
   originEpoch: number,
 ): Promise<void> {
-  const gateKey = `e:${endpointId}`;
+  const gateKey = endpointGateKey(endpointId);
   for (const partition of partitions) {
     const keys = gateKeys(prefix, gateKey, partition);
     await redis.multi().del(keys.circuit).hset(keys.circuit, 'epoch', originEpoch).pexpire(keys.circuit, CIRCUIT_MEMORY_MS).zrem(keys.index, gateKey).exec();

@@ -1,17 +1,37 @@
 import { partitionKeyBase } from '../queue/partitions';
 
+/** The gate key of an endpoint: `e:<id>` (docs/design.md §6, "Isolation between endpoints"). */
+export function endpointGateKey(endpointId: number): string {
+  return `e:${endpointId}`;
+}
+
 /**
- * The gate key of a delivery: its endpoint (`e:<id>`), or for an ad-hoc delivery its URL
- * origin (`o:<scheme>://<host>:<port>`), so every delivery to one receiver shares a cap and
- * a circuit (docs/design.md §6, "Isolation between endpoints").
+ * The gate key of an ad-hoc delivery: its URL's origin, `o:<scheme>://<host>:<port>`, so every
+ * delivery to one receiver shares a cap and a circuit; a URL that does not parse is its own.
  */
-export function gateKeyOf(delivery: { endpointId: number | null; url: string }): string {
-  if (delivery.endpointId !== null) return `e:${delivery.endpointId}`;
+export function originGateKey(url: string): string {
   try {
-    return `o:${new URL(delivery.url).origin}`;
+    return `o:${new URL(url).origin}`;
   } catch {
-    return `o:${delivery.url}`;
+    return `o:${url}`;
   }
+}
+
+/** The gate key of a delivery: its endpoint's ({@link endpointGateKey}), else its URL origin's ({@link originGateKey}). */
+export function gateKeyOf(delivery: { endpointId: number | null; url: string }): string {
+  return delivery.endpointId !== null ? endpointGateKey(delivery.endpointId) : originGateKey(delivery.url);
+}
+
+/** What a gate key names: an endpoint, or an ad-hoc delivery's origin. */
+export type ParsedGateKey = { endpointId: number } | { origin: string };
+
+/**
+ * Reads a gate key made by {@link endpointGateKey} or {@link originGateKey}.
+ * @returns the endpoint id, or the origin (whatever follows `o:`; also for a key of neither form)
+ */
+export function parseGateKey(gateKey: string): ParsedGateKey {
+  const match = /^e:(\d+)$/.exec(gateKey);
+  return match ? { endpointId: Number(match[1]) } : { origin: gateKey.startsWith('o:') ? gateKey.slice(2) : gateKey };
 }
 
 /** The Redis keys of one gate key in one queue partition (see {@link gateKeys}). */

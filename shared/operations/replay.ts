@@ -1,6 +1,6 @@
 import { DeliveryJob, isQueueReady, QueueUnavailableError } from '../queue';
 import { DeliveryDeps, queueRecordedDeliveries } from '../deliveries/enqueue';
-import { gateKeyOf } from '../endpoint-gate';
+import { endpointGateKey } from '../endpoint-gate';
 import { insertReplayDeliveries } from '../deliveries/replay';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';
@@ -30,7 +30,7 @@ export async function replayEndpoint(deps: DeliveryDeps, endpointId: number, vie
   if (!endpoint.active) throw new EndpointDisabledError(endpointId);
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
   const ids = await insertReplayDeliveries(deps.db.sequelize, endpointId, since, REPLAY_LIMIT);
-  const gate = gateKeyOf({ endpointId, url: '' });
+  const gate = endpointGateKey(endpointId);
   const jobs: DeliveryJob[] = ids.map((deliveryId) => ({ deliveryId, gate }));
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.length;

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { Config } from '../../shared/config';
-import { createEgressProxy } from '../../services/webhook-worker/src/egress-proxy';
+import { createEgressProxy } from '../../services/webhook-worker/src/destinations/http/egress-proxy';
 import { createWebhookWorker } from '../../services/webhook-worker/src/worker';
 import { readCircuitState } from '../../shared/endpoint-gate';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { createAuthorizedSend } from '../../services/webhook-worker/src/authorized-send';
+import { createAuthorizedSend } from '../../services/webhook-worker/src/destinations/http/authorized-send';
 import type { ClaimedDelivery } from '../../services/webhook-worker/src/delivery-store';
-import { createHttpSender, type HttpSender } from '../../services/webhook-worker/src/http-sender';
-import { createOAuth2Tokens } from '../../services/webhook-worker/src/oauth2-tokens';
+import { createHttpSender, type HttpSender } from '../../services/webhook-worker/src/destinations/http/http-sender';
+import { createOAuth2Tokens } from '../../services/webhook-worker/src/destinations/http/oauth2-tokens';
 import type { EndpointAuth } from '../../shared/db';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { TokenServer, startTokenServer } from '../support/token-server';

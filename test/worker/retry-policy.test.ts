@@ -1,5 +1,5 @@
 import { AttemptOutcome, createRetryPolicy, parseRetryAfter } from '../../services/webhook-worker/src/retry-policy';
-import { isNonPublicAddress } from '../../services/webhook-worker/src/ssrf-guard';
+import { isNonPublicAddress } from '../../services/webhook-worker/src/destinations/http/ssrf-guard';
 
 const outcome = (overrides: Partial<AttemptOutcome> = {}): AttemptOutcome => ({
   statusCode: 503,

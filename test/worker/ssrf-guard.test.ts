@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import type { Config } from '../../shared/config';
-import { createHttpSender } from '../../services/webhook-worker/src/http-sender';
-import { createPrivateAllowlist, isNonPublicAddress } from '../../services/webhook-worker/src/ssrf-guard';
+import { createHttpSender } from '../../services/webhook-worker/src/destinations/http/http-sender';
+import { createPrivateAllowlist, isNonPublicAddress } from '../../services/webhook-worker/src/destinations/http/ssrf-guard';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
 import { addEndpoint, createProducer, deliveryRows, Producer, recordEvent, resetAndClose, startWorker } from './support/harness';

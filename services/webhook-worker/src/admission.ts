@@ -1,23 +1,42 @@
-import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import { DEFERRED_PRIORITY } from '../../../shared/queue';
 import { AttemptVerdict, GateDecision, gateKeyOf } from '../../../shared/endpoint-gate';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/endpoint-gate';
 import { announceCircuitOpened } from './circuit-notices';
+import type { Decision, DeliveryJob } from './decisions';
+import { jobIdOf } from './decisions';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { linePlace } from './fifo-line';
-import { DeliveryJob, between, jobIdOf, postpone } from './job-moves';
 import type { JobScope } from './job-scope';
+import { between } from './waits';
 
 /**
- * A lease held from a gate key's gate, the rate limit whose slot the gate reserved with it
- * (null: none), and the origin epoch of the attempt it admits (null: not claimed yet, or no
- * endpoint), which its release reports with the verdict.
+ * A lease held from a gate key's gate (its lease token is the job's id), the rate limit whose
+ * slot the gate reserved with it (null: none), and the origin epoch of the attempt it admits
+ * (null: not claimed yet, or no endpoint), which its release reports with the verdict.
  */
 export interface Lease {
   gateKey: string;
+  leaseToken: string;
   rated: number | null;
   originEpoch: number | null;
+}
+
+/** What admission decided, and the lease the attempt holds from now on (none: nothing to release). */
+export interface Admitted {
+  decision: Decision;
+  lease?: Lease;
+}
+
+/** Admitted to send: with the lease of the claimed delivery's gate key. */
+export interface AdmittedToSend extends Admitted {
+  decision: { kind: 'send' };
+  lease: Lease;
+}
+
+/** Whether admission after the claim let the attempt go on. */
+export function admittedToSend(admitted: Admitted): admitted is AdmittedToSend {
+  return admitted.decision.kind === 'send' && admitted.lease !== undefined;
 }
 
 /**
@@ -45,41 +64,42 @@ export interface Admission {
   /**
    * Before the claim, for a job whose data holds its gate key: asks the gate, so a refused job
    * never touches PostgreSQL.
-   * @returns the lease, or none: the job claims first (no gate key yet, or the gate answered
-   *   `line`: only a FIFO line's head goes on)
-   * @throws DelayedError after parking or postponing a refused job
+   * @returns `send` with the lease, or with none: the job claims first (no gate key yet, or the
+   *   gate answered `line`: only a FIFO line's head goes on); else the park or postponement of a refused job
    */
-  beforeClaim(job: DeliveryJob, token: string | undefined, scope: JobScope): Promise<Lease | undefined>;
+  beforeClaim(job: DeliveryJob, scope: JobScope): Promise<Admitted>;
   /**
-   * After the claim: makes `turn.lease` the claimed delivery's gate key's (asking again, with
-   * the delivery's place in its line, when the job held none or another), then the endpoint's
+   * After the claim: the claimed delivery's gate key's lease (`held` kept when it is that key's,
+   * else returned and asked again, with the delivery's place in its line), then the endpoint's
    * rate limit: its slot, and the start within the last second's room.
-   * @throws DelayedError after unclaiming the delivery and parking or postponing the job
+   * @returns `send` with the lease; else the park or postponement (the job's new data and
+   *   priority with it), with the lease still held, if any
    */
-  afterClaim(job: DeliveryJob, token: string | undefined, scope: JobScope, delivery: ClaimedDelivery, turn: { lease?: Lease }, log: Logger): Promise<void>;
+  afterClaim(job: DeliveryJob, scope: JobScope, delivery: ClaimedDelivery, held: Lease | undefined): Promise<Admitted>;
   /**
    * Waits, within the endpoint's rate limit, until one more request of this attempt may leave
    * (a 401 sent again with a fresh token, docs/design.md §14), and records it as a start of its own.
    */
-  startAgain(scope: JobScope, delivery: ClaimedDelivery, token: string): Promise<void>;
+  startAgain(scope: JobScope, delivery: ClaimedDelivery, lease: Lease): Promise<void>;
   /**
    * Returns the lease with the attempt's verdict and, once a FIFO delivery ended, the next in
    * its line (recorded as the head), then wakes the jobs parked with the gate it freed. Never
    * throws: a lease not returned expires by itself.
    */
-  release(scope: JobScope, lease: Lease, token: string, verdict: AttemptVerdict, next: string | null, log: Logger): Promise<void>;
+  release(scope: JobScope, lease: Lease, verdict: AttemptVerdict, next: string | null, log: Logger): Promise<void>;
 }
 
 /**
  * Admission to an attempt, isolated per endpoint (docs/design.md §6): a lease from the endpoint's
  * (ad-hoc: origin's) gate, one Redis script for the concurrency cap, the circuit breaker and
  * the rate limit's slot (docs/design.md §14). A refused job goes back to the delayed set without an
- * attempt: until the circuit reopens, parked with the gate (the release that frees a lease
- * wakes it), or until its reserved rate slot. The first refusal after a claim writes the gate
+ * attempt (admission decides, the applier moves the job, decisions.ts): until the circuit
+ * reopens, parked with the gate (the release that frees a lease wakes it), or until its
+ * reserved rate slot. The first refusal after a claim writes the gate
  * key into the job's data, so later runs ask before touching PostgreSQL.
  */
 export function createAdmission(options: AdmissionOptions): Admission {
-  const { store, logger, random } = options;
+  const { logger, random } = options;
 
   /**
    * A refused job waits without an attempt: until the circuit's reopening when it is open
@@ -87,28 +107,18 @@ export function createAdmission(options: AdmissionOptions): Admission {
    * the gate, which the next release wakes. Behind a probe in flight, parked until the circuit
    * would reopen after a failed probe (the probe's lease end plus the opening that would follow):
    * a successful probe wakes it sooner, a failed one leaves nothing to wake for until then, so a
-   * waiting job runs once per opening rather than also at {@link GATE_PARK_MS}. Parked
-   * in two steps (the gate's set, then the delayed set), so a release in between finds the job
-   * still running: it is no longer in the gate's set once in the delayed set, and wakes itself.
+   * waiting job runs once per opening rather than also at {@link GATE_PARK_MS}. A release
+   * between the refusal and the parking finds the job still running: it is no longer in the
+   * gate's set once parked, and wakes itself.
+   *
+   * @param data - the job's new data, when the refusal is the first to know its gate key
    */
-  async function refused(
-    job: DeliveryJob,
-    token: string | undefined,
-    scope: JobScope,
-    gateKey: string,
-    decision: Extract<GateDecision, { granted: false }>,
-  ): Promise<never> {
-    if (decision.reason === 'rate') return waitForRateSlot(job, token, gateKey, decision.waitMs, decision.limitPerS, logger);
-    if (decision.reason === 'open') return postpone(job, token, Date.now() + decision.waitMs + between(random, [0, 1_000]));
+  function refused(job: DeliveryJob, scope: JobScope, gateKey: string, decision: Extract<GateDecision, { granted: false }>, changes: { data?: DeliveryJob['data']; priority?: number } = {}): Decision {
+    if (decision.reason === 'rate') return waitForRateSlot(job, gateKey, decision.waitMs, decision.limitPerS, changes.priority);
+    if (decision.reason === 'open') return { kind: 'postpone', at: Date.now() + decision.waitMs + between(random, [0, 1_000]), ...changes };
     const parkMs = decision.reason === 'probing' ? decision.waitMs + decision.failedProbeOpeningMs : GATE_PARK_MS;
-    await job.moveToDelayed(Date.now() + parkMs, token);
     const jobId = jobIdOf(job);
-    try {
-      if (!(await scope.gate.isParked(gateKey, jobId))) await options.wake([jobId], scope.partition);
-    } catch (error) {
-      logger.warn({ err: error, gate: gateKey }, 'could not check a parked job; it runs when its parking ends');
-    }
-    throw new DelayedError();
+    return { kind: 'park', until: Date.now() + parkMs, recheck: async () => !(await scope.gate.isParked(gateKey, jobId)), ...changes };
   }
 
   /**
@@ -123,11 +133,10 @@ export function createAdmission(options: AdmissionOptions): Admission {
   }
 
   /** Waits for the rate-limit slot the job was given, without an attempt. */
-  async function waitForRateSlot(job: DeliveryJob, token: string | undefined, gateKey: string, waitMs: number, limitPerS: number, log: Logger): Promise<never> {
+  function waitForRateSlot(job: DeliveryJob, gateKey: string, waitMs: number, limitPerS: number, priority?: number): Decision {
     const slot = Date.now() + waitMs;
-    await job.updateData({ deliveryId: job.data.deliveryId, gate: gateKey, rateSlot: slot, rateLimit: limitPerS });
-    log.debug({ slot: new Date(slot) }, 'endpoint rate limit: waiting for the reserved slot');
-    return postpone(job, token, slot);
+    logger.debug({ deliveryId: job.data.deliveryId, slot: new Date(slot) }, 'endpoint rate limit: waiting for the reserved slot');
+    return { kind: 'postpone', at: slot, data: { deliveryId: job.data.deliveryId, gate: gateKey, rateSlot: slot, rateLimit: limitPerS }, ...(priority === undefined ? {} : { priority }) };
   }
 
   /**
@@ -141,54 +150,53 @@ export function createAdmission(options: AdmissionOptions): Admission {
   }
 
   return {
-    async beforeClaim(job, token, scope) {
-      if (!job.data.gate) return undefined;
-      const decision = await scope.gate.ask(job.data.gate, jobIdOf(job), holdsRateSlot(job));
-      if (decision.granted) return { gateKey: job.data.gate, rated: decision.rateLimitPerS, originEpoch: null };
-      if (decision.reason === 'line') return undefined;
-      return refused(job, token, scope, job.data.gate, decision);
+    async beforeClaim(job, scope) {
+      const gateKey = job.data.gate;
+      if (!gateKey) return { decision: { kind: 'send' } };
+      const leaseToken = jobIdOf(job);
+      const decision = await scope.gate.ask(gateKey, leaseToken, holdsRateSlot(job));
+      if (decision.granted) return { decision: { kind: 'send' }, lease: { gateKey, leaseToken, rated: decision.rateLimitPerS, originEpoch: null } };
+      if (decision.reason === 'line') return { decision: { kind: 'send' } };
+      return { decision: refused(job, scope, gateKey, decision) };
     },
 
-    async afterClaim(job, token, scope, delivery, turn, log) {
+    async afterClaim(job, scope, delivery, held) {
       const { gate, rateLimiter } = scope;
-      const jobId = jobIdOf(job);
+      const leaseToken = jobIdOf(job);
       const gateKey = gateKeyOf(delivery);
-      if (turn.lease?.gateKey !== gateKey) {
-        if (turn.lease) await gate.release(turn.lease.gateKey, jobId, 'neutral');
-        turn.lease = undefined;
-        const decision = await gate.acquire(gateKey, jobId, { holdsRateSlot: holdsRateSlot(job), place: linePlace(delivery), originEpoch: delivery.originEpoch });
+      let lease = held;
+      if (lease?.gateKey !== gateKey) {
+        if (lease) await gate.release(lease.gateKey, leaseToken, 'neutral');
+        lease = undefined;
+        const decision = await gate.acquire(gateKey, leaseToken, { holdsRateSlot: holdsRateSlot(job), place: linePlace(delivery), originEpoch: delivery.originEpoch });
         if (!decision.granted) {
-          await store.unclaim(delivery.id);
-          await job.updateData({ deliveryId: delivery.id, gate: gateKey });
-          if (!job.priority) await job.changePriority({ priority: DEFERRED_PRIORITY });
-          return refused(job, token, scope, gateKey, decision);
+          // Later runs ask before touching PostgreSQL, and wait behind fresh first attempts.
+          const changes = { data: { deliveryId: delivery.id, gate: gateKey }, ...(job.priority ? {} : { priority: DEFERRED_PRIORITY }) };
+          return { decision: refused(job, scope, gateKey, decision, changes) };
         }
-        turn.lease = { gateKey, rated: decision.rateLimitPerS, originEpoch: delivery.originEpoch };
+        lease = { gateKey, leaseToken, rated: decision.rateLimitPerS, originEpoch: delivery.originEpoch };
       }
       // A lease taken before the claim reports the epoch the attempt starts with.
-      turn.lease.originEpoch = delivery.originEpoch;
+      lease = { ...lease, originEpoch: delivery.originEpoch };
       // The gate reserves slots itself once it knows the limit; the row tells it (again) when it
       // does not, or when the endpoint's limit changed or was removed.
-      const { rated } = turn.lease;
-      if (delivery.rateLimitPerS === null && rated !== null) await gate.forgetRateLimit(gateKey);
-      if (delivery.rateLimitPerS !== null && rated !== delivery.rateLimitPerS && !holdsRateSlot(job)) {
+      if (delivery.rateLimitPerS === null && lease.rated !== null) await gate.forgetRateLimit(gateKey);
+      if (delivery.rateLimitPerS !== null && lease.rated !== delivery.rateLimitPerS && !holdsRateSlot(job)) {
         const waitMs = await rateLimiter.reserve(gateKey, delivery.rateLimitPerS);
-        if (waitMs > 0) {
-          await store.unclaim(delivery.id);
-          return waitForRateSlot(job, token, gateKey, waitMs, delivery.rateLimitPerS, log);
-        }
+        if (waitMs > 0) return { decision: waitForRateSlot(job, gateKey, waitMs, delivery.rateLimitPerS), lease };
       }
-      if (delivery.rateLimitPerS !== null) await startWithinLimit(rateLimiter, gateKey, jobId, delivery.rateLimitPerS);
+      if (delivery.rateLimitPerS !== null) await startWithinLimit(rateLimiter, gateKey, leaseToken, delivery.rateLimitPerS);
+      return { decision: { kind: 'send' }, lease };
     },
 
-    async startAgain(scope, delivery, token) {
+    async startAgain(scope, delivery, lease) {
       // A start of its own: the first one's entry in the window keeps counting.
-      if (delivery.rateLimitPerS !== null) await startWithinLimit(scope.rateLimiter, gateKeyOf(delivery), `${token}:again`, delivery.rateLimitPerS);
+      if (delivery.rateLimitPerS !== null) await startWithinLimit(scope.rateLimiter, lease.gateKey, `${lease.leaseToken}:again`, delivery.rateLimitPerS);
     },
 
-    async release(scope, lease, token, verdict, next, log) {
+    async release(scope, lease, verdict, next, log) {
       try {
-        const { change, woken } = await scope.gate.release(lease.gateKey, token, verdict, next ?? undefined, lease.originEpoch);
+        const { change, woken } = await scope.gate.release(lease.gateKey, lease.leaseToken, verdict, next ?? undefined, lease.originEpoch);
         if (change !== 'none') log.warn({ gate: lease.gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
         if (change === 'opened') await announceCircuitOpened(options.store, options.queueNotices, lease.gateKey, lease.originEpoch, log);
         // Parked with this partition's gate, so by jobs of this partition.

@@ -1,11 +1,6 @@
 import type { Logger } from 'pino';
+import { parseGateKey } from '../../../shared/endpoint-gate';
 import type { DeliveryStore } from './delivery-store';
-
-/** The endpoint id of a gate key `e:<id>` (shared/endpoint-gate `gateKeyOf`); null for an ad-hoc origin's `o:...`. */
-function endpointOfGateKey(gateKey: string): number | null {
-  const match = /^e:(\d+)$/.exec(gateKey);
-  return match ? Number(match[1]) : null;
-}
 
 /**
  * After a release reported that the circuit of `gateKey` opened (decided in Redis, docs/design.md §6):
@@ -25,8 +20,9 @@ export async function announceCircuitOpened(
   originEpoch: number | null,
   log: Logger,
 ): Promise<void> {
-  const endpointId = endpointOfGateKey(gateKey);
-  if (endpointId === null) return;
+  const named = parseGateKey(gateKey);
+  if (!('endpointId' in named)) return;
+  const { endpointId } = named;
   try {
     const noticeIds = await store.circuitOpened(endpointId, originEpoch);
     if (noticeIds.length > 0) await queueNotices(noticeIds);

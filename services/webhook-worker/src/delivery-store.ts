@@ -53,6 +53,8 @@ export interface ClaimedDelivery {
   auth: EndpointAuth | null;
   /** The endpoint's PEM client certificate and key for mutual TLS; null: none. */
   clientCertificate: { cert: string; key: string } | null;
+  /** The endpoint's type, which picks its destination (destinations/index.ts); `http`, the only one the table holds today. */
+  type: string;
 }
 
 /** What a job learns of a delivery it could not claim. */
@@ -180,6 +182,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
     originEpoch: row.endpoint_origin_epoch,
     auth: row.endpoint_auth,
     clientCertificate: row.endpoint_client_cert !== null && row.endpoint_client_key !== null ? { cert: row.endpoint_client_cert, key: row.endpoint_client_key } : null,
+    type: 'http',
   };
 }
 

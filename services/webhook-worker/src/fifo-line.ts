@@ -1,9 +1,8 @@
-import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import type { LinePlace } from '../../../shared/endpoint-gate';
 import type { JobScope } from './job-scope';
+import type { DeliveryJob, Outcome } from './decisions';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
-import { DeliveryJob, postpone } from './job-moves';
 
 /**
  * A FIFO delivery waiting for the one ahead of it is parked this long: the one ahead wakes it
@@ -21,13 +20,12 @@ export interface FifoLineOptions {
 /** A FIFO endpoint's line as the worker keeps it (see {@link createFifoLine}). */
 export interface FifoLine {
   /**
-   * The job's delivery could not be claimed: parks it until the delivery ahead in its line
-   * ends, postpones it until its next attempt is due, or drops a duplicate of a finished one.
+   * The job's delivery could not be claimed: it parks until the delivery ahead in its line
+   * ends, is postponed until its next attempt is due, or is done (a duplicate of a finished one).
    * `passed`: the gate key whose gate let the job through before the claim, which for a
    * delivery behind its line's head means the gate took the endpoint for unordered.
-   * @throws DelayedError after parking or postponing the job
    */
-  waitTurn(job: DeliveryJob, token: string | undefined, scope: JobScope, passed: string | undefined, log: Logger): Promise<void>;
+  waitTurn(job: DeliveryJob, scope: JobScope, passed: string | undefined, log: Logger): Promise<Outcome>;
   /** The delivery after this one in its FIFO line, now that this one ended; null for none (or not FIFO). Never throws. */
   nextAfter(delivery: ClaimedDelivery, log: Logger): Promise<string | null>;
   /** Wakes the line's next delivery. Never throws: a lost wake-up ends with the parking. */
@@ -42,37 +40,28 @@ export interface FifoLine {
 export function createFifoLine(options: FifoLineOptions): FifoLine {
   const { store } = options;
 
-  /** Parks a FIFO delivery's job until the delivery ahead of it ends (its worker wakes this one). */
-  async function park(job: DeliveryJob, token: string | undefined, scope: JobScope, log: Logger): Promise<never> {
-    await job.moveToDelayed(Date.now() + FIFO_PARK_MS, token);
-    try {
-      // The delivery ahead may have ended between the claim and the move, when its worker's
-      // wake-up still found this job running: look once more now that the job is parked.
-      const state = await store.peek(job.data.deliveryId);
-      if (state && !state.queuedBehind) await options.wake([job.data.deliveryId], scope.partition);
-    } catch (error) {
-      log.warn({ err: error }, 'could not check a parked FIFO delivery again; it runs when its parking ends');
-    }
-    throw new DelayedError();
-  }
-
   return {
-    async waitTurn(job, token, scope, passed, log) {
-      const state = await store.peek(job.data.deliveryId);
+    async waitTurn(job, scope, passed, log) {
+      const { deliveryId } = job.data;
+      const state = await store.peek(deliveryId);
       if (!state) {
         log.warn('delivery not found; dropping the job');
-        return;
+        return { kind: 'done' };
       }
       if (state.queuedBehind) {
         log.debug('FIFO endpoint: an earlier delivery has not ended; parking the job');
         if (passed) await scope.gate.markLine(passed).catch((error: unknown) => log.warn({ err: error }, 'could not record the FIFO line with the gate'));
-        return park(job, token, scope, log);
+        // The delivery ahead may have ended between the claim and the parking, when its
+        // worker's wake-up still found this job running: once parked, look once more.
+        const recheck = async () => (await store.peek(deliveryId))?.queuedBehind === false;
+        return { kind: 'park', until: Date.now() + FIFO_PARK_MS, recheck };
       }
       if ((state.status === 'pending' || state.status === 'delivering') && state.nextAttemptAt) {
         log.debug({ nextAttemptAt: state.nextAttemptAt }, 'attempt not due yet; delaying the job');
-        return postpone(job, token, state.nextAttemptAt.getTime());
+        return { kind: 'postpone', at: state.nextAttemptAt.getTime() };
       }
       log.debug({ status: state.status }, 'delivery already finished; duplicate job ignored');
+      return { kind: 'done' };
     },
 
     async nextAfter(delivery, log) {

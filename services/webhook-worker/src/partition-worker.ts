@@ -19,7 +19,7 @@ type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
  * moved the jobs to active already, hoarding them from other workers while they wait.
  */
 export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName> {
-  /** Tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same token. */
+  /** Lock tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same lock token. */
   private readonly carried = new Set<string>();
   /** Jobs fetched (with a slot) that BullMQ's loop has not started yet: it fetches several before running any. */
   private fetched = 0;
@@ -38,12 +38,12 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
   }
 
   /**
-   * BullMQ's fetch of one job (moved to active under `token`), run only with a slot: taken
-   * here, or passed on by the finished job whose token this is.
+   * BullMQ's fetch of one job (moved to active under `lockToken`), run only with a slot: taken
+   * here, or passed on by the finished job whose lock token this is.
    * @returns the job, or none (no work, or no slot for now), as BullMQ's own does
    */
-  protected override async moveToActive(token: string, name?: string): Promise<DeliveryJob> {
-    if (this.carried.has(token)) return super.moveToActive(token, name);
+  protected override async moveToActive(lockToken: string, name?: string): Promise<DeliveryJob> {
+    if (this.carried.has(lockToken)) return super.moveToActive(lockToken, name);
     if (!this.pool.tryTake(this)) {
       // BullMQ may have just consumed the queue's marker waiting for work: were it to think the
       // queue drained, its next fetch would wait for a marker that already came (up to its
@@ -63,7 +63,7 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
     }
     let job: DeliveryJob | undefined;
     try {
-      job = await super.moveToActive(token, name);
+      job = await super.moveToActive(lockToken, name);
     } catch (error) {
       this.pool.give(this);
       throw error;
@@ -79,33 +79,33 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
   /**
    * BullMQ's run of one job and the fetch of the next in the same script, which keeps the
    * finished job's slot only while the pool allows it; otherwise the slot is given back.
-   * @returns the next job BullMQ fetched under `token`, if any
+   * @returns the next job BullMQ fetched under `lockToken`, if any
    */
-  override async processJob(job: DeliveryJob, token: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
+  override async processJob(job: DeliveryJob, lockToken: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
     let next: void | DeliveryJob;
     let declined = false;
     let kept = false;
     this.fetched = Math.max(0, this.fetched - 1);
     try {
-      next = await super.processJob(job, token, () => {
+      next = await super.processJob(job, lockToken, () => {
         const wanted = fetchNextCallback();
         const keep = wanted && this.pool.mayKeep(this);
         kept = keep;
         declined = wanted && !keep;
-        if (keep) this.carried.add(token);
+        if (keep) this.carried.add(lockToken);
         return keep;
       });
     } catch (error) {
-      this.carried.delete(token);
+      this.carried.delete(lockToken);
       this.pool.give(this);
       throw error;
     }
-    this.carried.delete(token);
+    this.carried.delete(lockToken);
     // BullMQ reads a finished job that fetched no next one as a drained queue, and its loop
     // would then wait for a marker (up to its drain delay, 5 s) with jobs waiting: the fetch
     // was skipped for the pool, not for want of jobs, so the loop asks again instead.
     if (declined) (this as unknown as { drained: boolean }).drained = false;
-    // The slot goes with the next job when BullMQ fetched one under this token. Either way the
+    // The slot goes with the next job when BullMQ fetched one under this lock token. Either way the
     // loop may be waiting for a change in moveToActive while this result waits for it.
     if (next) {
       this.fetched += 1;

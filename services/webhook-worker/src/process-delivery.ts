@@ -1,24 +1,27 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
+import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import type { Metrics } from '../../../shared/metrics';
 import { RETRY_PRIORITY, partitionOfQueueName } from '../../../shared/queue';
-import type { AttemptVerdict } from '../../../shared/endpoint-gate';
-import { Lease, createAdmission } from './admission';
+import { Lease, admittedToSend, createAdmission } from './admission';
+import { DeliveryJob, Outcome, createDecisionApplier } from './decisions';
 import type { JobScope, PartitionGates } from './job-scope';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
+import type { Destinations } from './destinations';
 import { createFifoLine } from './fifo-line';
-import type { HttpSender } from './http-sender';
-import { DeliveryJob, between, jobIdOf, outageWaitMs, postpone } from './job-moves';
+import { createAttemptRecorder } from './record-attempt';
 import type { RetryPolicy } from './retry-policy';
-import { createSendAttempt } from './send-attempt';
+import { signedMessageOf } from './sign-delivery';
+import { between, outageWaitMs } from './waits';
 
 export type { PartitionGates } from './job-scope';
-export type { DeliveryJob } from './job-moves';
+export type { DeliveryJob } from './decisions';
 
 export interface DeliveryProcessorOptions {
-  config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency' | 'webhookTimeoutMs'>;
+  config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency'>;
   store: DeliveryStore;
-  sender: HttpSender;
+  /** Where deliveries go, by their endpoint's type. */
+  destinations: Destinations;
   policy: RetryPolicy;
   /**
    * The endpoint gate and rate limiter of a queue partition (their keys live in it): a job
@@ -27,7 +30,7 @@ export interface DeliveryProcessorOptions {
   gates(partition: number): PartitionGates;
   logger: Logger;
   metrics?: Metrics;
-  /** Queues deliveries the worker itself recorded (operational events, docs/design.md §6 rev 4); must not throw. */
+  /** Queues deliveries the worker itself recorded (operational events, docs/design.md §6); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
@@ -39,22 +42,12 @@ export interface DeliveryProcessorOptions {
   random?: () => number;
 }
 
-/** One job's run: the lease it holds, how its attempt counts, and the FIFO delivery to wake after it. */
-interface Turn {
-  lease?: Lease;
-  verdict: AttemptVerdict;
-  next: string | null;
-}
-
-/** Why a claimed delivery fails without an attempt. */
-type Unsendable = 'endpoint deleted' | 'endpoint disabled' | 'event missing';
-
 /**
  * Why the delivery cannot be sent, or null: its endpoint deleted (it must not be signed with
  * the derived secret) or disabled, or its event row missing (docs/design.md §3: never an empty signed
  * body in place of the event's bytes).
  */
-function unsendableFor(delivery: ClaimedDelivery): Unsendable | null {
+function unsendableFor(delivery: ClaimedDelivery): 'endpoint deleted' | 'endpoint disabled' | 'event missing' | null {
   if (delivery.endpointDeleted && delivery.secret === null) return 'endpoint deleted';
   if (delivery.endpointActive === false) return 'endpoint disabled';
   return delivery.body === null ? 'event missing' : null;
@@ -71,82 +64,124 @@ const RETRY_SLOT_WAIT_MS: [number, number] = [100, 500];
 const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
 
 /**
- * The BullMQ processor: one attempt per run (docs/design.md §6), in three steps, each in its own file:
- * admission (admission.ts: the endpoint's gate and rate slot, asked before the claim when the
- * job knows its gate key and after it otherwise), the FIFO line (fifo-line.ts: a delivery not
- * at its line's head waits its turn; only the head asks the gate), and the attempt
- * (send-attempt.ts: sign, send, record, metrics). Between them it claims the delivery (one
- * query) and fails without an attempt one that cannot be sent. A retry moves this same job to
- * the delayed set until the next attempt is due, so the retry count lives in PostgreSQL and
- * survives Redis losing its data. Deferred jobs and retries are prioritized, so fresh first
- * attempts run ahead of them, and retries hold at most 80% of the slots. While PostgreSQL is
- * unreachable the job waits (backing off) without using an attempt.
+ * The BullMQ processor: one attempt per run (docs/design.md §6, "The worker, per attempt").
+ * `attempt` reads as its steps: admission (admission.ts: the endpoint's gate and rate slot,
+ * asked before the claim when the job knows its gate key and after it otherwise), the FIFO
+ * line (fifo-line.ts: a delivery not at its line's head waits its turn), the claim, the
+ * signature, the send through the destination of the endpoint's type (destinations/), the
+ * record (record-attempt.ts) and the decision on what follows. Each step that stops the
+ * attempt returns a decision, and only the applier (decisions.ts) moves the job or writes the
+ * row for it; the lease admission hands back is returned in one place, with the attempt's
+ * verdict and the FIFO line's next delivery, which is then woken. A retry moves this same job
+ * to the delayed set until the next attempt is due, so the retry count lives in PostgreSQL
+ * and survives Redis losing its data. Deferred jobs and retries are prioritized, so fresh
+ * first attempts run ahead of them, and retries hold at most 80% of the slots. While
+ * PostgreSQL is unreachable the job waits (backing off) without using an attempt.
  *
  * @throws DelayedError after postponing the job (BullMQ's signal, not a failure); other
  *   database errors, which fail the job and let BullMQ retry it
  */
 export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
-  const { store, logger, config } = options;
+  const { store, logger, config, destinations } = options;
   const random = options.random ?? Math.random;
   const admission = createAdmission({ store, logger, wake: options.wake, queueNotices: options.queueNotices, random });
   const line = createFifoLine({ store, wake: options.wake });
-  const sendAttempt = createSendAttempt({ ...options, random });
+  const record = createAttemptRecorder({ store, policy: options.policy, metrics: options.metrics, queueNotices: options.queueNotices, random });
+  const apply = createDecisionApplier({ store, wake: options.wake });
   const retrySlots = Math.max(1, Math.floor(config.workerConcurrency * RETRY_SHARE));
   let retriesInFlight = 0;
   let databaseDownSince: number | undefined;
 
-  async function attempt(job: DeliveryJob, token: string | undefined, scope: JobScope, log: Logger): Promise<void> {
-    const turn: Turn = { verdict: 'neutral', next: null };
-    try {
-      turn.lease = await admission.beforeClaim(job, token, scope);
-      const delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
+  /** PostgreSQL is away: the job waits as long as the outage has lasted, without an attempt. */
+  function databaseDown(error: unknown, log: Logger): Outcome {
+    databaseDownSince ??= Date.now();
+    const delayMs = outageWaitMs(Date.now() - databaseDownSince, DATABASE_BACKOFF_MS);
+    log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
+    return { kind: 'postpone', at: Date.now() + delayMs * between(random, [0.8, 1.2]) };
+  }
+
+  async function attempt(job: DeliveryJob, lockToken: string | undefined, scope: JobScope, log: Logger): Promise<void> {
+    let lease: Lease | undefined;
+    let verdict: AttemptVerdict = 'neutral';
+    /** The delivery claimed, whose end moves its FIFO line on. */
+    let delivery: ClaimedDelivery | null = null;
+    /** Whether the attempt still holds it `delivering` (a park or postponement gives it back). */
+    let holdsClaim = false;
+    /** The FIFO line's next delivery, once this one ended. */
+    let next: string | null = null;
+
+    async function steps(): Promise<Outcome> {
+      const before = await admission.beforeClaim(job, scope);
+      lease = before.lease;
+      if (before.decision.kind !== 'send') return before.decision;
+
+      delivery = await store.claim(job.data.deliveryId, job.name === 'redeliver');
       databaseDownSince = undefined;
-      if (!delivery) return await line.waitTurn(job, token, scope, turn.lease?.gateKey, log);
-      const unsendable = unsendableFor(delivery);
-      if (unsendable !== null || delivery.body === null) {
-        await failUnsendable(delivery, unsendable ?? 'event missing', log);
-        if (unsendable !== 'endpoint deleted') turn.next = await line.nextAfter(delivery, log);
-        return;
+      if (!delivery) return line.waitTurn(job, scope, lease?.gateKey, log);
+      const claimed = delivery;
+      const unsendable = unsendableFor(claimed);
+      if (unsendable !== null || claimed.body === null) return { kind: 'fail', reason: unsendable ?? 'event missing' };
+      holdsClaim = true;
+
+      const after = await admission.afterClaim(job, scope, claimed, lease);
+      lease = after.lease;
+      if (!admittedToSend(after)) return after.decision.kind === 'send' ? { kind: 'done' } : after.decision;
+
+      let message;
+      try {
+        message = signedMessageOf(claimed, claimed.body, config);
+      } catch (error) {
+        log.error({ err: error }, 'cannot sign the delivery; failed without an attempt');
+        return { kind: 'fail', reason: `cannot sign: ${(error as Error).message}` };
       }
-      await admission.afterClaim(job, token, scope, delivery, turn, log);
-      const outcome = await sendAttempt(delivery, delivery.body, log, () => admission.startAgain(scope, delivery, jobIdOf(job)));
-      turn.verdict = outcome.verdict;
-      if (turn.lease) turn.lease.originEpoch = outcome.originEpoch;
-      if (outcome.retryAt === null) {
-        turn.next = await line.nextAfter(delivery, log);
-        return;
-      }
+      const outcome = await destinations.of(claimed.type).send(message, { admitAnother: () => admission.startAgain(scope, claimed, after.lease), log });
+      if (outcome.kind === 'unsent') return { kind: 'postpone', at: Date.now() + outcome.waitMs };
+
+      const recorded = await record(claimed, outcome, log);
+      holdsClaim = false;
+      verdict = recorded.verdict;
+      lease = { ...after.lease, originEpoch: recorded.originEpoch };
+      if (recorded.retryAt === null) return { kind: 'done' };
       // Priority is per job and kept across the delayed set: set once, on the first retry.
-      if (outcome.attempted && job.priority !== RETRY_PRIORITY) await job.changePriority({ priority: RETRY_PRIORITY });
-      return await postpone(job, token, outcome.retryAt);
-    } catch (error) {
-      if (!postponesAttempt(error)) throw error;
-      databaseDownSince ??= Date.now();
-      const delayMs = outageWaitMs(Date.now() - databaseDownSince, DATABASE_BACKOFF_MS);
-      log.warn({ err: error, delayMs }, 'database unreachable; attempt postponed without counting');
-      return await postpone(job, token, Date.now() + delayMs * between(random, [0.8, 1.2]));
+      return { kind: 'postpone', at: recorded.retryAt, priority: RETRY_PRIORITY };
+    }
+
+    try {
+      let decision: Outcome;
+      try {
+        decision = await steps();
+      } catch (error) {
+        if (!postponesAttempt(error)) throw error;
+        decision = databaseDown(error, log);
+        holdsClaim = false;
+      }
+      const applied = { job, lockToken, partition: scope.partition, log };
+      try {
+        await apply(decision, { ...applied, claimed: holdsClaim ? job.data.deliveryId : undefined });
+      } catch (error) {
+        if (!postponesAttempt(error)) throw error;
+        return await apply(databaseDown(error, log), { ...applied, claimed: undefined });
+      }
+      // Decide next: a delivery that ended (not for its deleted endpoint) lets its line move on.
+      const ended = decision.kind === 'done' || (decision.kind === 'fail' && decision.reason !== 'endpoint deleted');
+      if (ended && delivery) next = await line.nextAfter(delivery, log);
     } finally {
       // The release records the next as the line's head before it wakes, so it asks as the head.
-      if (turn.lease) await admission.release(scope, turn.lease, jobIdOf(job), turn.verdict, turn.next, log);
-      if (turn.next) await line.wake(turn.next, scope, log);
+      if (lease) await admission.release(scope, lease, verdict, next, log);
+      if (next) await line.wake(next, scope, log);
     }
   }
 
-  /** Fails a delivery that cannot be sent, without an attempt (its `last_error` is the reason). */
-  async function failUnsendable(delivery: ClaimedDelivery, reason: Unsendable, log: Logger): Promise<void> {
-    await store.failWithoutAttempt(delivery.id, reason);
-    if (reason === 'event missing') log.error('event row missing; delivery failed without an attempt');
-    else log.warn({ endpointId: delivery.endpointId }, `${reason}; delivery failed without an attempt`);
-  }
-
-  return async function processDelivery(job: DeliveryJob, token?: string): Promise<void> {
+  return async function processDelivery(job: DeliveryJob, lockToken?: string): Promise<void> {
     const log = logger.child({ deliveryId: job.data.deliveryId });
     const retry = job.priority === RETRY_PRIORITY;
-    if (retry && retriesInFlight >= retrySlots) return postpone(job, token, Date.now() + between(random, RETRY_SLOT_WAIT_MS));
-    if (retry) retriesInFlight += 1;
     const partition = partitionOfQueueName(job.queueName);
+    if (retry && retriesInFlight >= retrySlots) {
+      return apply({ kind: 'postpone', at: Date.now() + between(random, RETRY_SLOT_WAIT_MS) }, { job, lockToken, claimed: undefined, partition, log });
+    }
+    if (retry) retriesInFlight += 1;
     try {
-      return await attempt(job, token, { partition, ...options.gates(partition) }, log);
+      return await attempt(job, lockToken, { partition, ...options.gates(partition) }, log);
     } finally {
       if (retry) retriesInFlight -= 1;
     }

@@ -2,6 +2,7 @@ import type { Config } from '../../../shared/config';
 import { RESERVED_HEADER_NAMES } from '../../../shared/webhook/reserved-headers';
 import { deriveSecret, signedHeaders } from '../../../shared/webhook/signing';
 import type { ClaimedDelivery } from './delivery-store';
+import type { SignedMessage } from './destinations';
 
 /**
  * The caller's own headers plus the signature set, signed now with the stable webhook-id. While
@@ -33,5 +34,24 @@ export function signDelivery(delivery: ClaimedDelivery, body: Buffer, config: Pi
       algo: delivery.algo,
       signatureHeader: delivery.signatureHeader,
     }),
+  };
+}
+
+/**
+ * The delivery as its destination sends it: its event's bytes, signed now ({@link signDelivery}),
+ * for its endpoint's URL as claimed and with its endpoint's credentials.
+ *
+ * @param bytes - the event's body (docs/design.md §3), sent as UTF-8
+ * @throws what {@link signDelivery} throws
+ */
+export function signedMessageOf(delivery: ClaimedDelivery, bytes: string, config: Pick<Config, 'appKey' | 'webhookSalt'>): SignedMessage {
+  const body = Buffer.from(bytes, 'utf8');
+  return {
+    webhookId: delivery.id,
+    url: delivery.url,
+    method: delivery.method,
+    headers: signDelivery(delivery, body, config),
+    body,
+    endpoint: { id: delivery.endpointId, auth: delivery.auth, clientCertificate: delivery.clientCertificate },
   };
 }

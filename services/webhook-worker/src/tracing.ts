@@ -3,7 +3,7 @@ import { QueryTypes, Sequelize } from 'sequelize';
 import { findById, keyOfId } from '../../../shared/db/partitions';
 import type { WebhookJobData } from '../../../shared/queue';
 import { contextFromTraceparent, inSpan, SpanKind, SpanStatusCode, tracingEnabled, WEBHOOK_ID } from '../../../shared/tracing';
-import type { HttpSender } from './http-sender';
+import type { HttpSender } from './destinations/http/http-sender';
 
 type Processor<J extends Job<WebhookJobData>> = (job: J, token?: string) => Promise<void>;
 

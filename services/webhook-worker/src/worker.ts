@@ -18,12 +18,12 @@ import { startPartitionKeeper } from '../../../shared/db/partition-keeper';
 import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { createSlotPool } from './slot-pool';
 import { createDeliveryStore } from './delivery-store';
-import { createHttpSender } from './http-sender';
+import { createDestinations } from './destinations';
 import { PartitionWorker } from './partition-worker';
 import { PartitionGates, createDeliveryProcessor } from './process-delivery';
 import { Retention, createRetention } from './retention';
 import { createRetryPolicy } from './retry-policy';
-import { traceAttempts, traceDeliveryJobs } from './tracing';
+import { traceDeliveryJobs } from './tracing';
 
 /** Options of {@link createWebhookWorker}. */
 export interface WebhookWorkerOptions {
@@ -94,23 +94,15 @@ const PARTITIONS_REFRESH_MS = 10_000;
  * docs/design.md §13) over one `worker`-role connection (`maxRetriesPerRequest: null`; BullMQ adds a
  * blocking one per partition), WORKER_CONCURRENCY jobs at once across all of them (a shared
  * slot pool, slot-pool.ts), WORKER_LOCK_DURATION_MS locks (the stalled check runs as often),
- * one keep-alive HTTP client shared by every job (through WEBHOOK_PROXY_URL when set;
- * closed last), and the connection watchdog. A
+ * the destinations shared by every job (destinations/: the keep-alive HTTP client, through
+ * WEBHOOK_PROXY_URL when set; closed last), and the connection watchdog. A
  * `client`-role connection carries each partition's endpoint gate (cap and circuit breaker)
  * and rate limiter, the queue for the worker's own `endpoint.disabled` notices, and the
  * outbox relay (revival after a Redis loss).
  */
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { config, logger } = options;
-  const sender = createHttpSender({
-    timeoutMs: config.webhookTimeoutMs,
-    blockPrivate: config.webhookBlockPrivate,
-    privateAllowlist: config.webhookPrivateAllowlist,
-    logger,
-    maxSockets: config.workerConcurrency,
-    proxyUrl: config.webhookProxyUrl,
-    noProxy: config.webhookNoProxy,
-  });
+  const destinations = createDestinations({ config, logger, random: options.random ?? Math.random });
   const client = createRedis(config, 'client');
   client.on('error', (error) => logger.debug({ err: error }, 'worker client redis connection error'));
   const queue = createWebhookQueue(config, client, logger);
@@ -144,7 +136,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const processor = createDeliveryProcessor({
     config,
     store: createDeliveryStore(options.db.sequelize, { disableAfterS: config.webhookDisableAfterS }),
-    sender: traceAttempts(sender),
+    destinations,
     policy: createRetryPolicy(config.webhookRetrySchedule, options.random),
     gates: gatesOf,
     queueNotices: (ids) => queueRecordedDeliveries({ db: options.db, queue, logger }, ids),
@@ -328,7 +320,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       await keeper.close();
       await queue.close().catch(() => undefined);
       await client.quit().catch(() => client.disconnect());
-      sender.close();
+      destinations.close();
       return { forced: !finished };
     },
   };

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { ClientCertificate } from './client-certificate-agents';
-import type { ClaimedDelivery } from './delivery-store';
+import type { EndpointAuth } from '../../../../../shared/db';
 import type { HttpSender, OutgoingRequest, SendResult } from './http-sender';
 import type { OAuth2Tokens } from './oauth2-tokens';
 
@@ -13,12 +13,21 @@ export interface AuthorizedSendOptions {
   timeoutMs: number;
 }
 
+/** Whose credentials a request carries: its endpoint's (none for an ad-hoc send, `endpointId` null). */
+export interface CredentialsOf {
+  endpointId: number | null;
+  /** The URL the request goes to, which the credentials were given for. */
+  url: string;
+  auth: EndpointAuth | null;
+  clientCertificate: { cert: string; key: string } | null;
+}
+
 /**
- * Sends a delivery's request with its endpoint's credentials (docs/design.md §14, revision 4).
+ * Sends a delivery's request with its endpoint's credentials (docs/design.md §14).
  *
  * @param resendSlot - waits for the endpoint's rate limit to admit one more request (a resend after 401)
  */
-export type AuthorizedSend = (delivery: ClaimedDelivery, request: OutgoingRequest, resendSlot: () => Promise<void>, log: Logger) => Promise<SendResult>;
+export type AuthorizedSend = (delivery: CredentialsOf, request: OutgoingRequest, resendSlot: () => Promise<void>, log: Logger) => Promise<SendResult>;
 
 /**
  * The request goes to the endpoint's URL as claimed (its current one, docs/design.md §6), so the

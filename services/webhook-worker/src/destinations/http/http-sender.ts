@@ -4,11 +4,12 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import axios, { AxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
-import { shownUrl } from '../../../shared/http/url-display';
+import { errorChain } from '../../../../../shared/db/errors';
+import { shownUrl } from '../../../../../shared/http/url-display';
 import { ClientCertificate, createClientCertificateAgents } from './client-certificate-agents';
 import { EgressProxy, createEgressProxy } from './egress-proxy';
 import { AttemptTimeoutError, BlockedTargetError, EgressProxyAnswerError } from './errors';
-import { AttemptOutcome, parseRetryAfter } from './retry-policy';
+import { AttemptOutcome, parseRetryAfter } from '../../retry-policy';
 import { createSsrfGuard } from './ssrf-guard';
 
 /** Bytes of the answer kept in webhook_attempts (docs/design.md §3). */
@@ -257,7 +258,7 @@ function elapsed(started: number): number {
 }
 
 function findCause<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
-  for (let current = error; current instanceof Error; current = current.cause) {
+  for (const current of errorChain(error)) {
     if (current instanceof type) return current;
   }
   return undefined;
@@ -292,12 +293,9 @@ function describe(error: unknown, url: string, proxied: boolean): string {
 }
 
 function findSystemError(error: unknown): SystemError | undefined {
-  // Duck-typed: errors from Node's internals need not be instances of this realm's Error.
-  type Link = Partial<SystemError & AggregateError> | null | undefined;
-  for (let current = error as Link; typeof current === 'object' && current !== null; current = current.cause as Link) {
-    if (typeof current.code === 'string' && typeof current.syscall === 'string') return current as SystemError;
-    // Happy eyeballs (several addresses tried): the first failure speaks for all.
-    if (Array.isArray(current.errors) && current.errors.length > 0) return findSystemError(current.errors[0]);
+  for (const current of errorChain(error)) {
+    const { code, syscall } = current as Partial<SystemError>;
+    if (typeof code === 'string' && typeof syscall === 'string') return current as SystemError;
   }
   return undefined;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { EndpointAuth } from '../../../shared/db';
+import type { EndpointAuth } from '../../../../../shared/db';
 import type { HttpSender, SendResult } from './http-sender';
 
 /** A token, or why none could be had (as the attempt's result: `error` is `oauth2 token: <reason>`). */

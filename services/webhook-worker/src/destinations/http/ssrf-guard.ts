@@ -1,6 +1,6 @@
 import { LookupAddress, LookupAllOptions, LookupOneOptions, lookup as dnsLookup } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import { createPrivateAllowlist } from '../../../shared/config/private-allowlist';
+import { createPrivateAllowlist } from '../../../../../shared/config/private-allowlist';
 import { BlockedTargetError } from './errors';
 
 /**
@@ -119,7 +119,7 @@ function ipv6Words(address: string): number[] {
   return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
 
-export { type PrivateAllowlist, createPrivateAllowlist } from '../../../shared/config/private-allowlist';
+export { type PrivateAllowlist, createPrivateAllowlist } from '../../../../../shared/config/private-allowlist';
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 /** The `lookup` option of http.Agent / net.connect. */
