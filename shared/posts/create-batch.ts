@@ -4,7 +4,7 @@ import { isOutcomeUnknown } from '../db';
 import type { Settled } from '../db/group-commit';
 import { rawQuery } from '../db/raw-query';
 import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../deliveries/envelope-pieces';
-import { eventRowsClauses, FannedOutEvent, jobsOfEvent } from '../deliveries/fan-out';
+import { eventRowsClauses, type FannedOutEvent, jobsOfEvent } from '../deliveries/event-rows';
 import type { DeliveryJob } from '../queue/webhook-queue';
 import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
 import type { IdempotencyOwner, PostIdempotencyClaims } from './idempotency';
