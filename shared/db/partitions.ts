@@ -86,26 +86,40 @@ export function keysAt(keys: readonly Date[]): [Date | null, Date | null] {
 export const LEGACY_KEYS: [null, null] = [null, null];
 
 /**
- * Runs a lookup of one row by its id (docs/design.md §3, revision 4): in the partition the id names
- * and, when that finds nothing and the id reads as a UUIDv7, once more in the legacy
- * partition. Ids made before revision 3 are random bytes, and one in 64 reads as a UUIDv7 by
- * its version and variant bits, naming a day its row is not in. A row found at once costs
- * the one probe.
+ * The one second look in the legacy partition (docs/design.md §3, revision 4): runs `probe`
+ * over `ids` in the partitions their ids name and, over those it did not find that read as
+ * UUIDv7s, once more in the legacy partition ({@link LEGACY_KEYS}). Ids made before revision
+ * 3 are random bytes, and one in 64 reads as a UUIDv7 by its version and variant bits, naming
+ * a day its row is not in. Rows found at once cost the one probe.
+ *
+ * @param found - the ids among `ids` that the rows of a probe hold
+ * @returns the rows of both probes
+ */
+async function probeThenLegacy<R>(
+  ids: readonly string[],
+  probe: (ids: string[], keys: [Date | null, Date | null]) => Promise<R[]>,
+  found: (rows: R[], ids: readonly string[]) => Set<string>,
+): Promise<R[]> {
+  const rows = await probe([...ids], keysOf(ids));
+  const hit = found(rows, ids);
+  const rest = [...new Set(ids.filter((id) => !hit.has(id) && keyOf(id) !== null))];
+  return rest.length === 0 ? rows : [...rows, ...(await probe(rest, LEGACY_KEYS))];
+}
+
+/**
+ * Runs a lookup of one row by its id: in the partition the id names, then, on a miss, in the
+ * legacy one ({@link probeThenLegacy}).
  *
  * @param probe - runs the lookup with `key` bound where {@link keyOfId} expects the id's key
  *   (null: the legacy partition), and returns the rows it found or changed
  */
 export async function findById<R>(id: string, probe: (key: Date | null) => Promise<R[]>): Promise<R[]> {
-  const key = keyOf(id);
-  const rows = await probe(key);
-  if (rows.length > 0 || key === null) return rows;
-  return probe(null);
+  return probeThenLegacy([id], async (_ids, [key]) => probe(key), (rows) => new Set(rows.length > 0 ? [id] : []));
 }
 
 /**
  * {@link findById} for several ids: `probe` runs over all of them with their {@link keysOf},
- * then, when some that read as UUIDv7s were not found, over those in the legacy partition
- * ({@link LEGACY_KEYS}).
+ * then over those not found in the legacy partition ({@link probeThenLegacy}).
  *
  * @param probe - runs the lookup of `ids` with `keys` bound for {@link keyRange}, and returns
  *   the rows it found or changed, each with its `id`
@@ -115,10 +129,38 @@ export async function findByIds<R extends { id: string }>(
   ids: readonly string[],
   probe: (ids: string[], keys: [Date | null, Date | null]) => Promise<R[]>,
 ): Promise<R[]> {
-  const rows = await probe([...ids], keysOf(ids));
-  const found = new Set(rows.map((row) => row.id));
-  const rest = [...new Set(ids.filter((id) => !found.has(id) && keyOf(id) !== null))];
-  return rest.length === 0 ? rows : [...rows, ...(await probe(rest, LEGACY_KEYS))];
+  return probeThenLegacy(ids, probe, (rows) => new Set(rows.map((row) => row.id)));
+}
+
+/**
+ * The legacy partition's retention (docs/design.md §11): it is no day, so its rows go the old
+ * way, a batch at a time: succeeded deliveries older than the window with their attempts, then
+ * the events older than the window that no delivery references any more.
+ *
+ * @param inBatches - runs a statement binding $1 the retention days and $2 the batch size,
+ *   each run deleting one batch and answering `n` (the rows it deleted), until a batch falls
+ *   short; resolves to the rows deleted in all
+ * @returns the deliveries and events deleted
+ */
+export async function pruneLegacyPartition(inBatches: (sql: string) => Promise<number>): Promise<{ deliveries: number; events: number }> {
+  const deliveries = await inBatches(`
+      WITH doomed AS (
+        SELECT id, created_at FROM ${legacyPartitionName('webhook_deliveries')}
+         WHERE status = 'succeeded' AND created_at < now() - $1 * interval '1 day'
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), attempts AS (
+        DELETE FROM ${legacyPartitionName('webhook_attempts')} a USING doomed WHERE a.delivery_id = doomed.id
+      ), gone AS (DELETE FROM ${legacyPartitionName('webhook_deliveries')} d USING doomed WHERE d.id = doomed.id AND d.created_at = doomed.created_at RETURNING 1)
+      SELECT count(*)::int AS n FROM gone`);
+  const events = await inBatches(`
+      WITH doomed AS (
+        SELECT id, created_at FROM ${legacyPartitionName('webhook_events')} e
+         WHERE created_at < now() - $1 * interval '1 day'
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ), gone AS (DELETE FROM ${legacyPartitionName('webhook_events')} e USING doomed WHERE e.id = doomed.id AND e.created_at = doomed.created_at RETURNING 1)
+      SELECT count(*)::int AS n FROM gone`);
+  return { deliveries, events };
 }
 
 /**
@@ -202,7 +244,7 @@ export function partitionName(table: DayTable, day: Date): string {
 }
 
 /** The name of the legacy partition of `table`. */
-export function legacyPartitionName(table: DayTable): string {
+function legacyPartitionName(table: DayTable): string {
   return `${table}_legacy`;
 }
 

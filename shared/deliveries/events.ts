@@ -1,14 +1,5 @@
 import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
-import { createdAtOf } from '../db/partitions';
-import { newEventId } from '../webhook/ids';
-
-/**
- * What made an event (docs/design.md §3 `webhook_events.kind`): a post change, a fan-out of
- * `POST /api/v1/events`, an ad-hoc send, an endpoint test, an operational event such as
- * `endpoint.disabled` (§6 rev 4; rows made before it say `notice`). Replay (§14) considers
- * post changes and fan-outs only.
- */
-export type EventKind = 'post' | 'fan-out' | 'send' | 'test' | 'operational';
+import { eventRowsClauses, type EventKind } from './event-rows';
 
 /** One delivery of its own event: an ad-hoc send or an endpoint test. */
 export interface SingleDelivery {
@@ -30,43 +21,40 @@ export interface SingleDelivery {
   traceparent: string | null;
 }
 
+// One event to the target the row names: event-rows.ts with given targets, a batch of one.
+const SINGLE_DELIVERY = `WITH source AS (
+       SELECT 1::bigint AS ord, $2::text AS kind, $3::text AS event, $5::int AS owner_id, $4::text AS body, $13::text AS traceparent,
+              $1::text AS delivery_id, $6::int AS endpoint_id, $7::text AS url, $5::int AS user_id, $8::text AS method, $9::jsonb AS headers,
+              $10::text AS secret, $11::text AS algo, $12::text AS signature_header
+     ), ${eventRowsClauses({ events: 'new', targets: 'given' })}
+     SELECT event_id FROM ev`;
+
 /**
  * Writes an event and its one delivery in a single statement (atomic, one round trip), the
- * delivery `pending` with `enqueued_at` NULL; inside `transaction` when one is given.
+ * delivery `pending` with `enqueued_at` NULL; inside `transaction` when one is given. The event
+ * is made at its delivery's millisecond, so both rows live in one day partition (docs/design.md §3).
  *
  * @returns the event id
  */
 export async function insertSingleDelivery(sequelize: Sequelize, delivery: SingleDelivery, transaction?: Transaction): Promise<string> {
-  // The event shares its delivery's millisecond, so both rows live in one day partition (docs/design.md §3).
-  const createdAt = createdAtOf(delivery.id);
-  const eventId = newEventId(createdAt.getTime());
-  await sequelize.query(
-    `WITH ev AS (
-       INSERT INTO webhook_events (id, created_at, kind, event, body, user_id) VALUES ($1, $15, $2, $3, $4, $5)
-     )
-     INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, user_id, url, method, event, headers, secret, algo, signature_header, traceparent)
-     VALUES ($6, $15, $1, $7, $5, $8, $9, $3, $10::jsonb, $11, $12, $13, $14)`,
-    {
-      bind: [
-        eventId,
-        delivery.kind,
-        delivery.event,
-        delivery.body,
-        delivery.userId,
-        delivery.id,
-        delivery.endpointId,
-        delivery.url,
-        delivery.method,
-        JSON.stringify(delivery.headers),
-        delivery.secret,
-        delivery.algo,
-        delivery.signatureHeader,
-        delivery.traceparent,
-        createdAt,
-      ],
-      type: QueryTypes.INSERT,
-      transaction,
-    },
-  );
-  return eventId;
+  const [row] = await sequelize.query<{ event_id: string }>(SINGLE_DELIVERY, {
+    bind: [
+      delivery.id,
+      delivery.kind,
+      delivery.event,
+      delivery.body,
+      delivery.userId,
+      delivery.endpointId,
+      delivery.url,
+      delivery.method,
+      JSON.stringify(delivery.headers),
+      delivery.secret,
+      delivery.algo,
+      delivery.signatureHeader,
+      delivery.traceparent,
+    ],
+    type: QueryTypes.SELECT,
+    transaction,
+  });
+  return row.event_id;
 }

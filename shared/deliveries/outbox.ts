@@ -6,7 +6,7 @@ import { createDeferredEnqueuedMarks, markEnqueued } from './enqueued-mark';
 import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from './relay-rows';
 import { queueRecordedDeliveries } from './enqueue';
 import { currentPartitions, partitionKeyBase } from '../queue/partitions';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, partitionOfJob } from '../queue/webhook-queue';
+import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, jobsByPartition, partitionOfJob } from '../queue/webhook-queue';
 
 /** Dependencies and tuning of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -137,13 +137,8 @@ export function createOutbox(options: OutboxOptions): Outbox {
       const lost: DeliveryJob[] = [];
       const finished: DeliveryJob[] = [];
       const missing: DeliveryJob[] = [];
-      const byPartition = new Map<number, DeliveryJob[]>();
-      for (const job of jobs) {
-        const partition = partitionOfJob(queue, job);
-        byPartition.set(partition, [...(byPartition.get(partition) ?? []), job]);
-      }
       // One pipeline per partition: its keys share one slot, as a cluster pipeline requires.
-      for (const [partition, partitionJobs] of byPartition) {
+      for (const [partition, partitionJobs] of jobsByPartition(queue, jobs)) {
         const pipeline = connection.pipeline();
         for (const job of partitionJobs) pipeline.hmget(queue.at(partition).toKey(job.deliveryId), 'timestamp', 'finishedOn');
         const states = (await pipeline.exec()) ?? [];

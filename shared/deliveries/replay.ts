@@ -1,5 +1,5 @@
 import { QueryTypes, Transaction, type Sequelize } from 'sequelize';
-import { newIdSql } from './ids';
+import { endpointTargetSql, eventRowsClauses } from './event-rows';
 import { receivesEvent } from './subscription';
 
 // The endpoint's row is locked by a statement of its own, before REPLAY: under READ COMMITTED
@@ -11,27 +11,23 @@ import { receivesEvent } from './subscription';
 const LOCK_ENDPOINT = `SELECT id FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`;
 
 // A delivery is never older than its event, so `d.created_at >= $2` bounds the partitions the
-// check reads. A replay's delivery is made now, in today's partition; the worker reads its
-// older event's body by that event's own key. Which events the endpoint receives is the
-// fan-out's own rule (subscription.ts), applied to the endpoint as it is now.
+// check reads. Which events the endpoint receives is the fan-out's own rule (subscription.ts),
+// applied to the endpoint as it is now. The rows are event-rows.ts's: stored events, each to
+// the endpoint, sent as it is set up.
 const REPLAY = `
   WITH ep AS (
     SELECT * FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL
-  ), chosen AS (
-    SELECT e.id, e.event, e.created_at
+  ), source AS (
+    SELECT row_number() OVER (ORDER BY e.created_at, e.id) AS ord, e.id AS event_id, e.event, NULL::text AS traceparent,
+           NULL::text AS delivery_id, ${endpointTargetSql('ep')}
       FROM webhook_events e CROSS JOIN ep
      WHERE e.kind IN ('post', 'fan-out') AND e.created_at >= $2
        AND ${receivesEvent('ep', { kind: 'e.kind', event: 'e.event', owner: 'e.user_id', body: 'e.body' })}
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = ep.id AND d.created_at >= $2)
      ORDER BY e.created_at, e.id
      LIMIT $3
-  )
-  INSERT INTO webhook_deliveries (id, created_at, event_id, endpoint_id, url, event, user_id)
-  SELECT n.id, webhook_id_time(n.id), n.event_id, n.endpoint_id, n.url, n.event, n.user_id
-    FROM (SELECT ${newIdSql('msg_')} AS id, c.id AS event_id, ep.id AS endpoint_id, ep.url, c.event, ep.user_id
-            FROM chosen c CROSS JOIN ep
-           ORDER BY c.created_at, c.id OFFSET 0) n
-  RETURNING id`;
+  ), ${eventRowsClauses({ events: 'stored', targets: 'given' })}
+  SELECT id FROM fan ORDER BY ord`;
 
 /**
  * Writes one delivery, `pending` with `enqueued_at` NULL, for every post change or fan-out

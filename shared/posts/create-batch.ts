@@ -3,12 +3,12 @@ import type { Sequelize } from 'sequelize';
 import { isOutcomeUnknown } from '../db';
 import type { Settled } from '../db/group-commit';
 import { rawQuery } from '../db/raw-query';
-import { isoJsonSql, joinEnvelopeSql, splitEnvelope } from '../deliveries/envelope-pieces';
-import { eventRowsClauses, FannedOutEvent, jobsOfEvent } from '../deliveries/fan-out';
+import { eventEnvelopeSql, isoJsonSql, jsonObjectSql, jsonTextSql } from '../deliveries/envelope-sql';
+import { eventRowsClauses, type FannedOutEvent, jobsOfEvent } from '../deliveries/event-rows';
 import type { DeliveryJob } from '../queue/webhook-queue';
 import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
 import type { IdempotencyOwner, PostIdempotencyClaims } from './idempotency';
-import { POST_COLUMNS, PostRecord, PostRow, toChangedData, toPostRecord } from './post-record';
+import { POST_COLUMNS, PostRecord, PostRow, toPostRecord } from './post-record';
 
 export interface NewPost {
   userId: number;
@@ -56,15 +56,32 @@ const RANDOM_PID_ATTEMPTS = 10;
 /** Random pids drawn per post and attempt of a one-statement batch; see createBatchSql. */
 const PID_CANDIDATES = 4;
 
-/** The outbox body's values only PostgreSQL knows until the insert runs, in their order in the event data. */
-const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
+/**
+ * The `post.created` envelope of the inserted row `p` (docs/design.md §6, the keys of
+ * post-record.ts toChangedData in its order), written by PostgreSQL: its pid and times are
+ * known only once the insert ran, and the body is the row as stored.
+ */
+const createdEnvelopeSql = (p: string, event: string): string =>
+  eventEnvelopeSql(
+    event,
+    jsonObjectSql([
+      ['pid', `${p}.pid::text`],
+      ['uuid', jsonTextSql(`${p}.post_uuid`)],
+      ['user_id', `${p}.user_id::text`],
+      ['title', jsonTextSql(`${p}.post_title`)],
+      ['content', jsonTextSql(`${p}.post_body`)],
+      ['image', jsonTextSql(`${p}.post_image`)],
+      ['created_at', isoJsonSql(`${p}.created_at`)],
+      ['updated_at', isoJsonSql(`${p}.updated_at`)],
+    ]),
+  );
 
 /**
  * A batch of creates with their `post.created` outbox rows in one statement: $1..$5 the posts'
- * uuid, user_id, title, body, image; $6..$9 the pieces of each envelope around pid, created_at
- * and updated_at; $10 each request's traceparent; $11 the event; $12 (random) the candidate
- * pids, {@link PID_CANDIDATES} per post in a row; then the Idempotency-Key claims (principal,
- * key; null without one).
+ * uuid, user_id, title, body, image; $6 each request's traceparent; $7 the event; $8 (random)
+ * the candidate pids, {@link PID_CANDIDATES} per post in a row; then the Idempotency-Key claims
+ * (principal, key; null without one). Each outbox body is the envelope of its stored row,
+ * written in the statement ({@link createdEnvelopeSql}).
  *
  * A random pid is the first of its post's candidates that no stored post holds: each attempt
  * is its own commit, so a retry costs a round trip and a commit where it cost one statement
@@ -78,19 +95,19 @@ const ENVELOPE_HOLES = ['pid', 'created_at', 'updated_at'];
 export function createBatchSql(pidSource: PidSource, claims: PostIdempotencyClaims): string {
   const random = pidSource === 'random';
   const pid = random ? ', pid' : '';
-  const claimParams = random ? '$13::text[], $14::text[]' : '$12::text[], $13::text[]';
+  const claimParams = random ? '$9::text[], $10::text[]' : '$8::text[], $9::text[]';
   // One probe of the primary key per candidate, written out: over a set (unnest) the planner
   // may hash the whole posts table instead, at a cost that grows with the table. OFFSET 0
   // keeps each NOT EXISTS a probe: PostgreSQL may otherwise turn it into a hashed subplan that
   // reads every post, which a generic plan made while the table was small would keep doing.
-  const candidate = (k: number) => `($12::int[])[(${PID_CANDIDATES} * (ord - 1) + ${k})::int]`;
+  const candidate = (k: number) => `($8::int[])[(${PID_CANDIDATES} * (ord - 1) + ${k})::int]`;
   const firstFree = Array.from(
     { length: PID_CANDIDATES },
     (_, k) => `WHEN NOT EXISTS (SELECT 1 FROM posts stored WHERE stored.pid = ${candidate(k + 1)} OFFSET 0) THEN ${candidate(k + 1)}`,
   );
   return `WITH input AS (
-      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], ${claimParams})
-        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, piece0, piece1, piece2, piece3, traceparent, claim_principal, claim_key, ord)
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], ${claimParams})
+        WITH ORDINALITY AS i(post_uuid, user_id, post_title, post_body, post_image, traceparent, claim_principal, claim_key, ord)
     ), claims AS (
       -- Before the insert: a key taken over after its lease lapsed, whose other holder recorded a post, gets none.
       ${claims.lockSql('input')}
@@ -115,8 +132,8 @@ export function createBatchSql(pidSource: PidSource, claims: PostIdempotencyClai
       -- The request's Idempotency-Key learns the pid in the post's own commit (docs/design.md §15).
       ${claims.recordPidsSql('inserted p JOIN input i ON i.post_uuid = p.post_uuid', { pid: 'p.pid', principal: 'i.claim_principal', key: 'i.claim_key' })}
     ), source AS (
-      SELECT i.ord, 'post'::text AS kind, $11::text AS event, p.user_id AS owner_id, NULL::int AS about_id, i.traceparent,
-             ${joinEnvelopeSql(['i.piece0', 'i.piece1', 'i.piece2', 'i.piece3'], ['p.pid::text', isoJsonSql('p.created_at'), isoJsonSql('p.updated_at')])} AS body
+      SELECT i.ord, 'post'::text AS kind, $7::text AS event, p.user_id AS owner_id, NULL::int AS about_id, i.traceparent,
+             ${createdEnvelopeSql('p', '$7::text')} AS body
         FROM inserted p JOIN input i ON i.post_uuid = p.post_uuid
     ), ${eventRowsClauses()}
     SELECT p.*, f.delivery_ids, f.endpoint_ids
@@ -145,11 +162,6 @@ export function createBatchWriter({ sequelize, claims }: { sequelize: Sequelize;
 
   async function write(items: readonly PostCreate[], pidSource: PidSource): Promise<Settled<CreatedPost>[]> {
     const uuids = items.map(() => randomUUID());
-    // The outbox bodies are serialised here around the values PostgreSQL gives (pid, created_at, updated_at).
-    const pieces = items.map(({ post }, index) => {
-      const shape = toChangedData({ pid: 0, uuid: uuids[index], userId: post.userId, title: post.title, content: post.content, image: post.image, createdAt: '', updatedAt: '' });
-      return splitEnvelope({ ...shape }, 'post.created', ENVELOPE_HOLES);
-    });
     const position = new Map<string, number>(uuids.map((uuid, index) => [uuid, index]));
     const outcomes: Settled<CreatedPost>[] = new Array(items.length);
     const random = pidSource === 'random';
@@ -162,7 +174,6 @@ export function createBatchWriter({ sequelize, claims }: { sequelize: Sequelize;
         column((i) => items[i].post.title),
         column((i) => items[i].post.content),
         column((i) => items[i].post.image),
-        ...[0, 1, 2, 3].map((n) => column((i) => pieces[i][n])),
         column((i) => items[i].traceparent),
         'post.created',
         ...(random ? [missing.flatMap(() => Array.from({ length: PID_CANDIDATES }, () => randomInt(RANDOM_PID_MIN, RANDOM_PID_MAX + 1)))] : []),

@@ -244,14 +244,9 @@ export function createWebhookQueue(
 export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly DeliveryJob[]): Promise<void> {
   if (jobs.length === 0) return;
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const byPartition = new Map<number, DeliveryJob[]>();
-  for (const job of jobs) {
-    const partition = partitionOfJob(queue, job);
-    byPartition.set(partition, [...(byPartition.get(partition) ?? []), job]);
-  }
   // One addBulk per partition: its keys share one slot, as a cluster requires of a MULTI.
   const adding = Promise.all(
-    [...byPartition].map(async ([partition, partitionJobs]) =>
+    [...jobsByPartition(queue, jobs)].map(async ([partition, partitionJobs]) =>
       queue.at(partition).addBulk(
         partitionJobs.map((job) => ({
           name: job.name ?? 'deliver',
@@ -291,6 +286,24 @@ export function partitionOfJob(queue: WebhookQueue, job: Pick<DeliveryJob, 'deli
   if (job.gate !== undefined) return queue.partitionOf(job.gate);
   if (queue.count === 1) return 0;
   throw new TypeError(`Delivery ${job.deliveryId} has no gate key: with ${queue.count} queue partitions it cannot be queued without one.`);
+}
+
+/**
+ * The jobs grouped by the partition each goes to ({@link partitionOfJob}), each group in the
+ * order given: what one command of a partition (an addBulk, a pipeline) takes, since a Redis
+ * Cluster runs one only over keys of one slot.
+ *
+ * @throws TypeError as {@link partitionOfJob}
+ */
+export function jobsByPartition<J extends Pick<DeliveryJob, 'deliveryId' | 'gate'>>(queue: WebhookQueue, jobs: readonly J[]): Map<number, J[]> {
+  const byPartition = new Map<number, J[]>();
+  for (const job of jobs) {
+    const partition = partitionOfJob(queue, job);
+    const group = byPartition.get(partition);
+    if (group) group.push(job);
+    else byPartition.set(partition, [job]);
+  }
+  return byPartition;
 }
 
 /**

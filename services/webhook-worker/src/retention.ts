@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { QueryTypes, Sequelize } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { countOf, holdsUnfinished } from '../../../shared/deliveries/retention-checks';
-import { DAY_MS, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, legacyPartitionName, partitionName } from '../../../shared/db/partitions';
+import { DAY_MS, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, partitionName, pruneLegacyPartition } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
 
@@ -115,28 +115,6 @@ export function createRetention(options: RetentionOptions): Retention {
     }
   }
 
-  /** The legacy partition is no day: its rows go the old way, a batch at a time. */
-  async function pruneLegacy(): Promise<{ deliveries: number; events: number }> {
-    const deliveries = await inBatches(`
-      WITH doomed AS (
-        SELECT id, created_at FROM ${legacyPartitionName('webhook_deliveries')}
-         WHERE status = 'succeeded' AND created_at < now() - $1 * interval '1 day'
-         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), attempts AS (
-        DELETE FROM ${legacyPartitionName('webhook_attempts')} a USING doomed WHERE a.delivery_id = doomed.id
-      ), gone AS (DELETE FROM ${legacyPartitionName('webhook_deliveries')} d USING doomed WHERE d.id = doomed.id AND d.created_at = doomed.created_at RETURNING 1)
-      SELECT count(*)::int AS n FROM gone`);
-    const events = await inBatches(`
-      WITH doomed AS (
-        SELECT id, created_at FROM ${legacyPartitionName('webhook_events')} e
-         WHERE created_at < now() - $1 * interval '1 day'
-           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
-         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      ), gone AS (DELETE FROM ${legacyPartitionName('webhook_events')} e USING doomed WHERE e.id = doomed.id AND e.created_at = doomed.created_at RETURNING 1)
-      SELECT count(*)::int AS n FROM gone`);
-    return { deliveries, events };
-  }
-
   /**
    * Drops one day's partitions. Kept (null) while its deliveries hold unfinished rows. A younger
    * delivery of one of its events (a replay) gets the event's body first, so no reference
@@ -222,7 +200,7 @@ export function createRetention(options: RetentionOptions): Retention {
       result.failedDropped += dropped.failed;
       if (dropped.failed > 0) logger.warn({ day: dayLabel, failed: dropped.failed }, 'retention: failed deliveries dropped with their day');
     }
-    const legacy = await pruneLegacy();
+    const legacy = await pruneLegacyPartition(inBatches);
     result.deliveries += legacy.deliveries;
     result.events = legacy.events;
     result.inbox = await inBatches(`

@@ -1,3 +1,4 @@
+import type { Config } from '../../../../shared/config';
 import type { Logger } from 'pino';
 import type { EndpointAuth } from '../../../../shared/db';
 
@@ -68,4 +69,12 @@ export interface Destination {
   send(message: SignedMessage, context: SendContext): Promise<DeliveryOutcome>;
   /** Drops its pooled connections. */
   close(): void;
+}
+
+/** What every provider is made with. */
+export interface DestinationOptions {
+  config: Config;
+  logger: Logger;
+  /** Uniform in [0, 1); tests pin it. */
+  random: () => number;
 }

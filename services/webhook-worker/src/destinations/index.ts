@@ -1,17 +1,7 @@
-import type { Logger } from 'pino';
-import type { Config } from '../../../../shared/config';
-import type { Destination } from './destination';
+import type { Destination, DestinationOptions } from './destination';
 import { createHttpDestination } from './http';
 
-export type { DeliveryOutcome, Destination, SendContext, SignedMessage } from './destination';
-
-/** What every provider is made with. */
-export interface DestinationOptions {
-  config: Config;
-  logger: Logger;
-  /** Uniform in [0, 1); tests pin it. */
-  random: () => number;
-}
+export type { DeliveryOutcome, Destination, DestinationOptions, SendContext, SignedMessage } from './destination';
 
 /**
  * The providers, by endpoint type (docs/design.md §6, "Destinations"). A type is a folder

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { traceAttempts } from '../../tracing';
 import { between, outageWaitMs } from '../../waits';
-import type { Destination, DeliveryOutcome } from '../destination';
-import type { DestinationOptions } from '../index';
+import type { Destination, DeliveryOutcome, DestinationOptions } from '../destination';
 import { createAuthorizedSend } from './authorized-send';
 import { createHttpSender, type SendResult } from './http-sender';
 import { createOAuth2Tokens } from './oauth2-tokens';
