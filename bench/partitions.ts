@@ -7,13 +7,13 @@ import { startSink, startWorker } from './lib/services';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { median, roundRatios, takeTurns } from './lib/turns';
 
-/** Partitions of the partitioned contender: the count docs/design.md §13's cluster promise uses. */
+/** Partitions of the partitioned contender: the count docs/design.md §13.1's cluster promise uses. */
 const PARTITIONS = 12;
 /** Endpoints the deliveries go to in turn (all at the one sink), so every partition has work. */
 const ENDPOINTS = 24;
 
 /**
- * docs/design.md §13, revision 3: partitions must not cost throughput on a single Redis. The same
+ * docs/design.md §13.1: partitions must not cost throughput on a single Redis. The same
  * webhooks (to 24 endpoints at one sink) delivered end to end through one worker with
  * WEBHOOK_QUEUE_PARTITIONS=1 and through one with 12, taking turns round by round.
  */

@@ -42,7 +42,7 @@ interface RouteCost {
 }
 
 /**
- * What a read replica takes off the primary (docs/design.md §13), measured: the capacity section's load
+ * What a read replica takes off the primary (docs/design.md §13.3), measured: the capacity section's load
  * (posts through api layout b at BENCH_CAPACITY_RATE, one endpoint, one worker) while
  * operators' dashboards read the operations API. The api runs with DATABASE_REPLICA_URL naming
  * the same database under another application_name, so the reads a replica would serve run

@@ -10,7 +10,7 @@ import { formatNumber, formatSection, Section } from './lib/report';
 import { Scope } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 
-/** The migration that made the day partitions (docs/design.md §3, revision 3). */
+/** The migration that made the day partitions (docs/design.md §3.4). */
 const DAY_PARTITIONS_MIGRATION = '20261126000100-day-partitions.js';
 /** The migration before it: the layout the day partitions' migration starts from. */
 const BEFORE_DAY_PARTITIONS = '20261125000200-endpoint-public-key.js';
@@ -19,7 +19,7 @@ const BATCHED_DELETE_CAP_MS = 120_000;
 const RETENTION_DAYS = 30;
 
 /**
- * docs/design.md §3, revision 3, measured: the bytes a delivery costs with each event's body stored
+ * docs/design.md §3.2, measured: the bytes a delivery costs with each event's body stored
  * once, against a body in every delivery (the layout before); retention by dropping day
  * partitions against the batched deletes it replaced; and the migration to the day partitions
  * on a database of BENCH_MIGRATION_DELIVERIES deliveries, up and down.

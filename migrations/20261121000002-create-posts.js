@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * posts: docs/design.md §3. Layout A's pids come from a sequence starting at 100000;
+ * posts: docs/design.md §3.1. Layout A's pids come from a sequence starting at 100000;
  * Layout B draws random pids in 10000..99999, so the two never collide.
  */
 module.exports = {

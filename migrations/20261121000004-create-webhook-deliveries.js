@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * webhook_deliveries is the outbox and the delivery log (docs/design.md §3, §6); id is the
+ * webhook_deliveries is the outbox and the delivery log (docs/design.md §3, §6.1); id is the
  * webhook-id, stable across retries. webhook_attempts keeps one row per HTTP attempt.
  * Secrets of ad-hoc sends live here, never in Redis.
  */

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Endpoint ownership (docs/design.md §6, revision 2): an endpoint a user registers with their own
+ * Endpoint ownership (docs/design.md §6.2): an endpoint a user registers with their own
  * token belongs to them (`user_id`) and receives only events of their own posts; an endpoint
  * created with a service key, the CLI or the seeders is an operator endpoint (`user_id` NULL)
  * and receives every subscribed event. A deleted user's endpoints go with them.

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * service_keys (docs/design.md §4, revision 2): credentials of other services and operators,
+ * service_keys (docs/design.md §4): credentials of other services and operators,
  * `Authorization: Bearer sk_...` without a user id. Only the sha256 (lowercase hex) of a key
  * is stored. `scopes` holds webhooks:send, webhooks:read, endpoints:read, endpoints:write or
  * `*`. A revoked key keeps its row (revoked_at set) so the operator can see what it was.

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * idempotency_keys (docs/design.md §12, revision 2): the first answer to a create sent with an
+ * idempotency_keys (docs/design.md §12.1): the first answer to a create sent with an
  * `Idempotency-Key`, per principal (`user:<id>` or `key:<id>`), kept 24 h. A row with no
  * response_status is a request still running: a concurrent duplicate waits for it, never runs
  * beside it. In PostgreSQL, not Redis, because the answer must outlive a Redis restart just as

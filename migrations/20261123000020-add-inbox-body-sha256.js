@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * webhook_inbox.body_sha256 (docs/design.md §8, revision 2): the sha256 hex of every accepted body,
+ * webhook_inbox.body_sha256 (docs/design.md §8): the sha256 hex of every accepted body,
  * whichever signature scheme verified it. With RECEIVER_ACCEPT_X_SIGNATURE_ONLY=true the
  * receiver refuses to process a body seen before, so a captured delivery replayed with its
  * `webhook-*` headers stripped (X-Signature only, no timestamp) is not applied twice. It is

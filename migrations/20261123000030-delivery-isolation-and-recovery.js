@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Isolation and recovery (docs/design.md §6, revision 2).
+ * Isolation and recovery (docs/design.md §6.4, §6.7).
  * - webhook_endpoints.failing_since: the first failed attempt after the last success; the
  *   worker disables an endpoint once it is older than WEBHOOK_DISABLE_AFTER_S. NULL while healthy.
  * - webhook_deliveries.endpoint_deleted: the delivery's endpoint was deleted (its endpoint_id

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * The operations API of docs/design.md §11 (revision 2):
+ * The operations API of docs/design.md §11.1:
  * - webhook_event_types: event types operators add to the catalog beside the built-in ones
  *   (which live in code with their JSON Schemas); names are lowercase and dotted.
  * - webhook_endpoints.deleted_at: a deleted endpoint is gone from the API and receives

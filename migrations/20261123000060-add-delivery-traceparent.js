@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Tracing (docs/design.md §12, revision 2): the W3C Trace Context (`traceparent`) of the api request
+ * Tracing (docs/design.md §12.2): the W3C Trace Context (`traceparent`) of the api request
  * that wrote a delivery, so the worker's attempt spans join that trace, also after Redis
  * lost the job and the outbox relay queued it again. NULL when tracing is off.
  */

@@ -1,11 +1,11 @@
 'use strict';
 
 /**
- * Endpoint controls (docs/design.md §14, revision 3): columns only; the api validates the values.
+ * Endpoint controls (docs/design.md §14.1): columns only; the api validates the values.
  * - headers: static headers sent with every delivery, names lowercase.
  * - rate_limit_per_s: attempts started per second across all workers, null for none.
  * - filter: a JSON object matched against the event's data before a delivery is made.
- * - ordering: unordered, or fifo (docs/design.md §6).
+ * - ordering: unordered, or fifo (docs/design.md §6.5).
  * - signature_scheme: hmac-sha256 (secret is whsec_...) or ed25519 (secret is the private
  *   key, whsk_...; previous_secret likewise while a rotation overlaps).
  */

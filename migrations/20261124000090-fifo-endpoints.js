@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * FIFO endpoints (docs/design.md §6, revision 3). A delivery to an endpoint whose `ordering` is
+ * FIFO endpoints (docs/design.md §6.5). A delivery to an endpoint whose `ordering` is
  * `fifo` takes the next number of the endpoint's sequence in the transaction that writes it:
  * the trigger's UPDATE holds the endpoint row until that transaction ends, so numbers follow
  * commit order across api processes, whichever code path writes the delivery. Deliveries to

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * docs/design.md §14 `filter`: the matching rules as SQL functions, so the statements that write the
+ * docs/design.md §14.1 `filter`: the matching rules as SQL functions, so the statements that write the
  * outbox rows (post events, fan-out, ad-hoc events) make no row for an endpoint whose filter
  * refuses the event's data, in the same statement. Every key of the filter must match; a key
  * missing from the data never matches; a scalar equals, type-strict (jsonb equality: 1 is not

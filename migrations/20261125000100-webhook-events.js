@@ -1,18 +1,18 @@
 'use strict';
 
 /**
- * Events stored once (docs/design.md §3, revision 3). `webhook_events` holds one row per event made:
+ * Events stored once (docs/design.md §3.2). `webhook_events` holds one row per event made:
  * a post change, a fan-out of POST /api/v1/events, an ad-hoc send, a test, an operator
  * notice; its `body` is the exact bytes every delivery of the event sends. A delivery
  * references its event (`event_id`) and no longer holds a copy of the body, so an event fanned
  * out to 100 endpoints stores its body once. Rows written before this migration keep their own
  * `body` (now nullable), which the worker reads first.
  *
- * `webhook_new_id(prefix)` draws the time-ordered ids of §3 inside PostgreSQL (15 has no
+ * `webhook_new_id(prefix)` draws the time-ordered ids of §3.3 inside PostgreSQL (15 has no
  * UUIDv7): the prefix and the base64url of a UUIDv7's 16 bytes, 48-bit unix milliseconds first
  * (RFC 9562 §5.7), so the wire format of ids is unchanged.
  *
- * The reference is not a foreign key: the day partitions of §3 cannot carry one, and the code
+ * The reference is not a foreign key: the day partitions of §3.4 cannot carry one, and the code
  * keeps it whole. Down copies each event's body back into its deliveries first, so no row
  * loses its bytes.
  */

@@ -1,10 +1,10 @@
 'use strict';
 
 /**
- * Day partitions (docs/design.md §3, revision 3, storage at scale). `webhook_events` and
+ * Day partitions (docs/design.md §3.4, storage at scale). `webhook_events` and
  * `webhook_deliveries` become range-partitioned by UTC day of `created_at`, `webhook_attempts`
  * by its delivery's `created_at` (the new `delivery_created_at`), so a delivery and its
- * attempts share a day and retention drops whole days (§11).
+ * attempts share a day and retention drops whole days (§11.7).
  *
  * The old tables become the legacy partition of each, FROM MINVALUE TO the legacy bound: the
  * start of the UTC day after the migration (or after their newest row, should one be dated

@@ -3,7 +3,7 @@
 const previous = require('./20261124000300-endpoint-filter-function.js');
 
 /**
- * docs/design.md §14 `filter`, revision 4: matching never raises, whatever filter is stored (one
+ * docs/design.md §14.3 `filter`: matching never raises, whatever filter is stored (one
  * written by hand, or under older rules) and whatever the event's data, so no statement that
  * writes deliveries (a post change, a fan-out, a replay) fails because of one endpoint's
  * filter. A filter that is not an object matches nothing (a JSON null is no filter, as SQL

@@ -14,7 +14,7 @@ async function checkKinds(queryInterface, kinds) {
 }
 
 /**
- * Operational events (docs/design.md §6 rev 4): `webhook_events.kind` gains `operational`, the kind of
+ * Operational events (docs/design.md §6.6): `webhook_events.kind` gains `operational`, the kind of
  * the events the system emits about endpoints (`endpoint.disabled`), which go out through the
  * ordinary fan-out. `notice`, the kind the worker wrote for `endpoint.disabled` before, stays
  * allowed for the rows it made. Down turns `operational` rows back into `notice` ones.

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Portal links (docs/design.md §11, revision 4): an operator's one-time link into the dashboard for
+ * Portal links (docs/design.md §11.6): an operator's one-time link into the dashboard for
  * one user, and the sessions those links open.
  *
  * portal_links: only the sha256 (lowercase hex) of the link's token is stored; `used_at` is

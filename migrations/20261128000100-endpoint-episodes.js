@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Failure episodes of endpoints (docs/design.md §6 rev 4, operational events): an episode opens at a
+ * Failure episodes of endpoints (docs/design.md §6.6): an episode opens at a
  * failed attempt when none is open and closes at a success or a re-enable. Its state lives
  * in the endpoint's row, changed by conditional UPDATEs only, so several workers, or a Redis
  * that lost the circuits, never emit one of its events twice.

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * How the sender proves itself to an endpoint beyond static headers (docs/design.md §14, revision 4):
+ * How the sender proves itself to an endpoint beyond static headers (docs/design.md §14.4):
  * - auth: null, or `{"type": "oauth2_client_credentials", token_url, client_id,
  *   client_secret, scope?, audience?}`; the api checks its shape and masks the secret on read.
  * - client_cert, client_key: the PEM certificate and private key the worker presents for

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Attempts follow their endpoint (docs/design.md §6, "The worker, per attempt"): each attempt
+ * Attempts follow their endpoint (docs/design.md §6.3): each attempt
  * goes to its endpoint's URL as it is when the attempt starts, so
  * - `webhook_attempts.url`: the URL the attempt went to (NULL for attempts made before this
  *   migration, whose URL was their delivery's);

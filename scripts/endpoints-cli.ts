@@ -61,17 +61,17 @@ class UsageError extends Error {
  * stdout: `add` prints `{"id":..,"secret":".."}` (the secret is `whsec_` + base64 of 32
  * random bytes unless --secret is given; with `--signature-scheme ed25519` it is the endpoint's
  * `whpk_` public key, of a fresh pair or of the `whsk_` key given as --secret; --events must name event types of the catalog,
- * docs/design.md §11), `list` one line per endpoint without its secrets, `disable` `{"id":..,
+ * docs/design.md §11.1), `list` one line per endpoint without its secrets, `disable` `{"id":..,
  * "active":false}`, `enable` `{"id":..,"active":true}` (clears the disabled reason), `delete`
  * `{"id":..,"deleted":true}` (its pending deliveries end failed, as over the API), `rotate`
  * `{"id":..,"secret":"<new>","previous_secret_expires_at":"<ISO 8601>"}` (the old secret keeps
  * signing until then), `replay` `{"id":..,"count":N}` (the past events since `--since` the
  * endpoint would receive now and never got, queued oldest first; needs REDIS_URL). `--header` (repeatable) sets a static header sent with every delivery
  * `--ordering fifo` delivers in order, `--rate-limit N` caps attempts per second, `--filter`
- * (a JSON object) decides which events the endpoint gets (docs/design.md §14, §6); `update` replaces
+ * (a JSON object) decides which events the endpoint gets (docs/design.md §14.1, §6.1); `update` replaces
  * the headers (`--no-headers` clears them), changes the ordering, the rate limit or the filter
  * (`none` removes either) and prints those fields, sensitive
- * header values masked as in `list`. `--auth-*` set OAuth2 client credentials (docs/design.md §14: the
+ * header values masked as in `list`. `--auth-*` set OAuth2 client credentials (docs/design.md §14.4: the
  * worker gets a bearer token from `--auth-token-url`; `update` replaces them whole, and
  * `--auth-client-secret '********'` keeps the stored secret; `--no-auth` removes them);
  * `--client-cert` and `--client-key` name PEM files of a certificate the worker presents for
@@ -208,7 +208,7 @@ async function update(db: Database, config: Config, values: Values): Promise<voi
 /**
  * `--auth-token-url` with `--auth-client-id`, `--auth-client-secret` and the optional
  * `--auth-scope` and `--auth-audience`, as the API's `auth`; undefined without any. The rules
- * (docs/design.md §14) are the operations layer's.
+ * (docs/design.md §14.4) are the operations layer's.
  */
 function authOption(values: Values): Record<string, string> | undefined {
   const given = (['auth-client-id', 'auth-client-secret', 'auth-scope', 'auth-audience'] as const).filter((name) => values[name] !== undefined);
@@ -247,7 +247,7 @@ function pemFile(file: string, option: string): string {
   }
 }
 
-/** `--header 'Name: value'`, repeatable, as a map; the rules of docs/design.md §14 are checked by the operations layer. */
+/** `--header 'Name: value'`, repeatable, as a map; the rules of docs/design.md §14.1 are checked by the operations layer. */
 function headersOption(values: Values): Record<string, string> | undefined {
   if (!values.header) return undefined;
   const headers: Record<string, string> = {};
@@ -350,7 +350,7 @@ async function rotate(values: Values): Promise<void> {
   });
 }
 
-/** Replays past events to the endpoint (docs/design.md §14), through the queue like the api. */
+/** Replays past events to the endpoint (docs/design.md §14.1), through the queue like the api. */
 async function replay(values: Values): Promise<void> {
   const id = idOption(values.id);
   const raw = requireOption(values.since, '--since');

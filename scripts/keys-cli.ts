@@ -20,7 +20,7 @@ scopes: ${GRANTABLE_SCOPES.join(', ')} (* = all)`;
 /**
  * Manages service keys (docs/design.md §4): credentials of other services and operators, sent as
  * `Authorization: Bearer sk_...`. Only the sha256 of a key is stored; the key itself is
- * printed once by `create`. `portal-link` mints a portal link (docs/design.md §11) as
+ * printed once by `create`. `portal-link` mints a portal link (docs/design.md §11.6) as
  * `POST /api/v1/portal-links` does, under the api's APP_URL (read as the api reads it).
  * Output is JSON lines on stdout; `--help` prints the usage.
  *

@@ -86,7 +86,7 @@ function nonNegativeInteger(option: string, raw: string): number {
 
 /**
  * Replaces (or with null removes) the user's token hash and, in the same transaction, ends
- * their portal sessions (docs/design.md §11): a session must not outlive the token.
+ * their portal sessions (docs/design.md §11.6): a session must not outlive the token.
  *
  * @throws CommandError when there is no such user
  */

@@ -24,10 +24,10 @@ export interface CliOutput {
 /**
  * `send`: signs one webhook (docs/design.md §7) and sends it now. Prints one JSON line
  * `{"id","status","signature","response"}` on success. With `--queue` it enqueues the
- * webhook for the worker instead (`WebhookRequest.enqueue()`, docs/design.md §6) and prints
+ * webhook for the worker instead (`WebhookRequest.enqueue()`, docs/design.md §6.2) and prints
  * `{"id","queued":true}`; the id is the webhook-id the receiver will see. Sent now, it leaves
  * through WEBHOOK_PROXY_URL unless WEBHOOK_NO_PROXY lists the target, with the worker's own
- * proxy agents (docs/design.md §14), so the receiver sees the same egress address either way.
+ * proxy agents (docs/design.md §14.2), so the receiver sees the same egress address either way.
  *
  * @param argv - the arguments after the script name
  * @param env - the environment: the derived secret's APP_KEY and WEBHOOK_SALT, the egress

@@ -4,7 +4,7 @@ const devDefaults = require('../shared/config/dev-defaults.json');
 
 /**
  * One endpoint subscribed to every post event, pointing at the receiver's sink
- * (docs/design.md §6), so a fresh system shows a signed post event arriving end to end.
+ * (docs/design.md §6.1), so a fresh system shows a signed post event arriving end to end.
  *
  * RECEIVER_SECRET may list several secrets, newest first, while the receiver accepts both a
  * new and an old one; the endpoint is seeded with the first, since the old one is on its way

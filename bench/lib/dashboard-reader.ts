@@ -5,7 +5,7 @@ import { sleep } from './children';
  * page is opened or a panel refreshed (it polls nothing on a timer): the overview's health
  * with the last hour's series (charts.js), the endpoint list and each listed endpoint's health
  * (endpoints.js), and the deliveries list (deliveries.js), 20 to a page, the three panels at
- * once. Every one of them reads where the list reader says (docs/design.md §13).
+ * once. Every one of them reads where the list reader says (docs/design.md §13.3).
  */
 export const VIEW_ROUTES = {
   overview: '/api/v1/stats?series=1h',

@@ -63,7 +63,7 @@ export function describeMeasurement(measured: WorkerMeasurement): string {
 const ADD_CHUNK = 1_000;
 
 /**
- * A `post.created` body as the api's outbox writes it (docs/design.md §6, §7), about 500 bytes;
+ * A `post.created` body as the api's outbox writes it (docs/design.md §6.1, §7), about 500 bytes;
  * every delivery of a run sends these bytes.
  */
 export const EVENT_BODY = serializeEnvelope(
@@ -180,7 +180,7 @@ export async function deliverThroughBareWorker(
 
 /**
  * Writes `events` pending delivery rows as the outbox of the database's schema writes them and
- * returns their ids: with events stored once (docs/design.md §3, revision 3), an event row per delivery
+ * returns their ids: with events stored once (docs/design.md §3.2), an event row per delivery
  * holding the body, the delivery referencing it in the same day partition (`created_at` its
  * id's time); on an older schema, and with `inlineBody` (the bare worker's rows), the body in
  * the delivery row.

@@ -4,7 +4,7 @@ import { createRedis, RedisClient, RedisTarget } from '../redis';
  * A credential that changed and must no longer be trusted from any cache (docs/design.md §4,
  * "Revocation"): a user whose token was rotated or revoked or who was deleted (which also
  * ends their portal sessions), a service key that was revoked, or a portal link that was
- * revoked, ending the session it opened (docs/design.md §11).
+ * revoked, ending the session it opened (docs/design.md §11.6).
  */
 export type CredentialChange = { kind: 'user'; userId: number } | { kind: 'service_key'; id: number } | { kind: 'portal_link'; id: number };
 

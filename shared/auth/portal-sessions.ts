@@ -1,7 +1,7 @@
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 
 /**
- * Ends every open portal session of a user (docs/design.md §11), for when their token is
+ * Ends every open portal session of a user (docs/design.md §11.6), for when their token is
  * replaced or revoked: a session is that user's access and must not outlive the token. Its
  * `expires_at` becomes now, so it is refused as expired. Run it in the transaction that
  * changes the token, and tell the api processes after the commit (`{kind: 'user', userId}` on

@@ -1,5 +1,5 @@
 /**
- * PORTAL_FRAME_ANCESTORS (docs/design.md §2, §11): the origins that may embed the portal page in an
+ * PORTAL_FRAME_ANCESTORS (docs/design.md §2, §11.6): the origins that may embed the portal page in an
  * iframe, written into its `Content-Security-Policy: frame-ancestors` (CSP Level 3
  * host-source, https://www.w3.org/TR/CSP3/#grammardef-host-source). Origins only:
  * `http(s)://host[:port]`, where the host may start with `*.` (any subdomain) and the port may

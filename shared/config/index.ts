@@ -13,7 +13,7 @@ export interface Config {
   databaseUrl: string;
   /**
    * A streaming replica the operations API's lists and stats read (DATABASE_REPLICA_URL,
-   * docs/design.md §13); undefined = every read on the primary.
+   * docs/design.md §13.3); undefined = every read on the primary.
    */
   databaseReplicaUrl?: string;
   /**
@@ -69,7 +69,7 @@ export interface Config {
   webhookPrivateAllowlist: string[];
   /**
    * `http://[user:password@]host:port` of the forward proxy every delivery leaves through
-   * (WEBHOOK_PROXY_URL, docs/design.md §14); undefined = deliveries connect directly. It holds the
+   * (WEBHOOK_PROXY_URL, docs/design.md §14.2); undefined = deliveries connect directly. It holds the
    * proxy's credentials: log {@link Config} fields one by one, never this one whole.
    */
   webhookProxyUrl?: string;
@@ -90,21 +90,21 @@ export interface Config {
   outboxReviveAfterMs: number;
   /**
    * How often every api and worker checks the day partitions ahead, and a worker its daily
-   * schedules in Redis, ms (docs/design.md §3: at least once a minute).
+   * schedules in Redis, ms (docs/design.md §3.5: at least once a minute).
    */
   maintenanceIntervalMs: number;
   /** Requests per minute per principal (per IP before auth); 0 = off. */
   rateLimitPerMin: number;
   /** How long an Idempotency-Key claim holds without renewal, ms (docs/design.md §15: at most 60 s). */
   idempotencyLeaseMs: number;
-  /** Endpoints one user may own at once (MAX_ENDPOINTS_PER_USER, docs/design.md §11); operator endpoints are not counted. */
+  /** Endpoints one user may own at once (MAX_ENDPOINTS_PER_USER, docs/design.md §11.2); operator endpoints are not counted. */
   maxEndpointsPerUser: number;
   /** Receiver: accept deliveries carrying only X-Signature (then dedupe every body by its sha256). */
   receiverAcceptXSignatureOnly: boolean;
   /** `host:port` seeds of a Redis Cluster; empty = a single Redis at redisUrl. */
   redisClusterNodes: { host: string; port: number }[];
   /**
-   * `host:port` of Redis Sentinels (docs/design.md §13, revision 4); empty = no Sentinel. With them,
+   * `host:port` of Redis Sentinels (docs/design.md §13.2); empty = no Sentinel. With them,
    * every connection reaches the primary they name `redisSentinelName`, and `redisUrl` lends
    * only its db, user, password and TLS.
    */
@@ -118,13 +118,13 @@ export interface Config {
   /** Reach the Sentinels over TLS (the data nodes' TLS comes from `rediss://` in redisUrl). */
   redisSentinelTls: boolean;
   /**
-   * BullMQ queues the deliveries are spread over, 1..64 (docs/design.md §13): with more than one,
+   * BullMQ queues the deliveries are spread over, 1..64 (docs/design.md §13.1): with more than one,
    * partition i's keys carry the hash tag `{webhooks-<i>}` after the prefix.
    */
   webhookQueuePartitions: number;
   /**
    * Origins that may embed the portal page `/portal` in an iframe, beside the api's own
-   * (PORTAL_FRAME_ANCESTORS, docs/design.md §11); empty: the api's own origin only.
+   * (PORTAL_FRAME_ANCESTORS, docs/design.md §11.6); empty: the api's own origin only.
    */
   portalFrameAncestors: string[];
   /** Seed the fixed development credentials even with NODE_ENV=production. */

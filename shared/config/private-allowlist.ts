@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 
 /**
- * WEBHOOK_PRIVATE_ALLOWLIST, parsed (docs/design.md §6): hostnames match the URL's host exactly,
+ * WEBHOOK_PRIVATE_ALLOWLIST, parsed (docs/design.md §6.3): hostnames match the URL's host exactly,
  * before resolution; CIDRs (and bare IP addresses, as one-address CIDRs) match the address
  * connected to, whether resolved or written in the URL.
  */

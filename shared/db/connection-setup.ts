@@ -17,7 +17,7 @@ interface PooledClient {
  * that cannot take the set-up (the server went away meanwhile) is closed and reported the same way.
  *
  * The hot statements (claim, record, outbox marks, creates) are prepared once per connection
- * and name a day partition by parameter (docs/design.md §3). PostgreSQL would re-plan each of them at
+ * and name a day partition by parameter (docs/design.md §3.4). PostgreSQL would re-plan each of them at
  * every execution: a custom plan that prunes the other days at plan time looks far cheaper
  * than the generic one, which prunes them at start-up. Planning then cost more than running
  * (0.77 ms against 0.34 ms for the claim). A generic plan is planned once per connection.
@@ -78,7 +78,7 @@ function markSpoiledOnFailure(client: PooledClient): void {
 
 /**
  * Makes `sequelize` close a connection marked invalid when it is given back, instead of
- * keeping it idle until its next loan: it leaves the pool at once (docs/design.md §13).
+ * keeping it idle until its next loan: it leaves the pool at once (docs/design.md §13.3).
  */
 export function destroySpoiledOnRelease(sequelize: Sequelize): void {
   const manager = sequelize.connectionManager;

@@ -4,7 +4,7 @@ import { ConnectionError, DatabaseError } from 'sequelize';
 // "this statement is wrong": class 08 connection exceptions, shutdowns, start-up, an idle
 // session ended, too many connections, and a read-only transaction (25006): the code never
 // asks for one, so it is a standby answering, or a primary made read-only, during a failover
-// (docs/design.md §13).
+// (docs/design.md §13.3).
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300', '25006']);
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 // node-postgres reports a connection lost mid-query with these messages and no SQLSTATE,

@@ -35,7 +35,7 @@ export interface Models {
 
 export { errorChain, isDatabaseUnavailable, isOutcomeUnknown, isTransactionConflict, StandbyReachedError } from './errors';
 
-// While PostgreSQL is unreachable a request must fail within seconds (503, docs/design.md §6), not wait
+// While PostgreSQL is unreachable a request must fail within seconds (503, docs/design.md §6.7), not wait
 // for a 30 s pool acquire or an operating system's minutes-long TCP connect.
 /** Bound of one new connection's TCP and start-up handshake, ms. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -56,7 +56,7 @@ export interface DatabaseOptions {
   /** Receives each SQL statement; default: no SQL logging. */
   logging?: (sql: string) => void;
   /**
-   * A read replica's pool (docs/design.md §13): its connections are to a standby by design, so they are
+   * A read replica's pool (docs/design.md §13.3): its connections are to a standby by design, so they are
    * kept (a primary's pool closes them as an outage). Default false.
    */
   acceptStandby?: boolean;

@@ -11,7 +11,7 @@ export interface KeeperLogger {
 export interface PartitionKeeperOptions {
   sequelize: Sequelize;
   logger: KeeperLogger;
-  /** How often to check, ms: MAINTENANCE_INTERVAL_MS (docs/design.md §3: at most a minute). */
+  /** How often to check, ms: MAINTENANCE_INTERVAL_MS (docs/design.md §3.5: at most a minute). */
   intervalMs: number;
 }
 
@@ -24,8 +24,8 @@ export interface PartitionKeeper {
 }
 
 /**
- * Keeps the day partitions through today + 7 in every api and worker process (docs/design.md §3,
- * revision 4): a check at once and every `intervalMs` after, on a timer of the process's own
+ * Keeps the day partitions through today + 7 in every api and worker process (docs/design.md §3.5):
+ * a check at once and every `intervalMs` after, on a timer of the process's own
  * (unref'd), so the horizon depends neither on a restart nor on anything held in Redis. A
  * check costs one catalog query when nothing is missing ({@link ensureDayPartitions}). Any
  * failure (PostgreSQL away, a lock timeout) is logged and left to the next check.

@@ -2,7 +2,7 @@ import { QueryTypes, Sequelize } from 'sequelize';
 import { idTime } from '../webhook/ids';
 
 /**
- * The day partitions of docs/design.md §3 (revision 3), as every query sees them: `webhook_events` and
+ * The day partitions of docs/design.md §3.4, as every query sees them: `webhook_events` and
  * `webhook_deliveries` by `created_at`, `webhook_attempts` by `delivery_created_at`, one
  * partition per UTC day, and a legacy partition holding the rows written before the migration
  * (migrations/20261126000100-day-partitions.js).
@@ -15,19 +15,19 @@ import { idTime } from '../webhook/ids';
  * them and prunes at plan time. This file is the one place that knows it.
  */
 
-/** Days ahead of today (UTC) whose partitions every api and worker keeps (docs/design.md §3). */
+/** Days ahead of today (UTC) whose partitions every api and worker keeps (docs/design.md §3.4). */
 export const PARTITION_HORIZON_DAYS = 7;
 
 /**
  * The partition key of the row an id names: its UUIDv7 time, or null for an id that holds none
- * (made before design revision 3; looked up in the legacy partition).
+ * (an older, random id; looked up in the legacy partition).
  */
 export function keyOf(id: string): Date | null {
   return idTime(id);
 }
 
 /**
- * The `created_at` a new row with this id must be written with (docs/design.md §3).
+ * The `created_at` a new row with this id must be written with (docs/design.md §3.3).
  *
  * @throws Error for an id that carries no UUIDv7 time: no new row may have one
  */
@@ -86,10 +86,10 @@ export function keysAt(keys: readonly Date[]): [Date | null, Date | null] {
 export const LEGACY_KEYS: [null, null] = [null, null];
 
 /**
- * The one second look in the legacy partition (docs/design.md §3, revision 4): runs `probe`
+ * The one second look in the legacy partition (docs/design.md §3.5): runs `probe`
  * over `ids` in the partitions their ids name and, over those it did not find that read as
- * UUIDv7s, once more in the legacy partition ({@link LEGACY_KEYS}). Ids made before revision
- * 3 are random bytes, and one in 64 reads as a UUIDv7 by its version and variant bits, naming
+ * UUIDv7s, once more in the legacy partition ({@link LEGACY_KEYS}). Legacy ids
+ * are random bytes, and one in 64 reads as a UUIDv7 by its version and variant bits, naming
  * a day its row is not in. Rows found at once cost the one probe.
  *
  * @param found - the ids among `ids` that the rows of a probe hold
@@ -133,7 +133,7 @@ export async function findByIds<R extends { id: string }>(
 }
 
 /**
- * The legacy partition's retention (docs/design.md §11): it is no day, so its rows go the old
+ * The legacy partition's retention (docs/design.md §11.7): it is no day, so its rows go the old
  * way, a batch at a time: succeeded deliveries older than the window with their attempts, then
  * the events older than the window that no delivery references any more.
  *
@@ -182,7 +182,7 @@ export interface EnsureDayPartitionsOptions {
 
 /**
  * Creates the day partitions of the three tables from today (UTC) through today +
- * `aheadDays` that are missing (docs/design.md §3, revision 4). A catalog look finds the missing
+ * `aheadDays` that are missing (docs/design.md §3.5). A catalog look finds the missing
  * tables (none, most times: then that look is all it costs). Each is made in a transaction of
  * its own under the lock timeout, so the exclusive lock its parent needs is never held while
  * another is waited for (a statement holding one parent while it waits for another would
@@ -268,7 +268,7 @@ export async function dayPartitionsBefore(sequelize: Sequelize, before: Date): P
 
 /**
  * Tables named as day partitions (`<table>_pYYYYMMDD`) that are no partition any more: days a
- * retention pass detached and did not drop (docs/design.md §3). Sorted by name, so attempts come
+ * retention pass detached and did not drop (docs/design.md §3.4). Sorted by name, so attempts come
  * before deliveries and deliveries before events.
  */
 export async function detachedDayTables(sequelize: Sequelize): Promise<string[]> {

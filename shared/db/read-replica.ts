@@ -14,7 +14,7 @@ export interface ReadReplicaOptions {
   lagCacheMs?: number;
 }
 
-/** Reads that a streaming replica may serve, the primary answering whenever it cannot (docs/design.md §13). */
+/** Reads that a streaming replica may serve, the primary answering whenever it cannot (docs/design.md §13.3). */
 export interface ReadReplica {
   /**
    * Runs `work` on the replica when it is reachable and at most `maxLagS` behind, else on the

@@ -4,11 +4,11 @@ import type { RawStatement } from '../db/raw-query';
 import type { HmacAlgo } from '../webhook/signing';
 
 /**
- * The worker's claim of a batch of deliveries (docs/design.md §3, §6): `pending` (or a stalled
+ * The worker's claim of a batch of deliveries (docs/design.md §3, §6.3): `pending` (or a stalled
  * `delivering`) rows whose time has come and that no earlier delivery of their FIFO line holds
  * back become `delivering`, read with their event's body and their endpoint's signing and
  * sending settings as they are now (its URL, headers and credentials: attempts follow their
- * endpoint, docs/design.md §6) and its origin epoch.
+ * endpoint, docs/design.md §6.3) and its origin epoch.
  */
 
 /** A row of {@link claimStatement}. */
@@ -56,7 +56,7 @@ export const AHEAD_IN_LINE = `webhook_fifo_ahead(w.endpoint_id, w.sequence)`;
 // is marked enqueued (its job ran), as the api's mark skips rows a claim holds.
 // The claim commits without waiting for its WAL to reach disk (set_config(..., true) lasts
 // until this statement's own commit): a claim a crash loses leaves its delivery pending, to
-// be claimed and sent again, as at-least-once allows (docs/design.md §6), while the send no
+// be claimed and sent again, as at-least-once allows (docs/design.md §6.3), while the send no
 // longer waits for a flush first. The record, which must last, waits for its own flush, and
 // so for the claim's WAL before it.
 const CLAIM_BATCH = {
@@ -83,7 +83,7 @@ const CLAIM_BATCH = {
 
 /**
  * The claim of a batch of deliveries as the store runs it (a prepared statement): exported so
- * tests can show its plan holds only the batch's day partitions (docs/design.md §3).
+ * tests can show its plan holds only the batch's day partitions (docs/design.md §3.4).
  *
  * @param keys - the partition keys to bind; default the ids' own ({@link keysOf})
  */

@@ -30,7 +30,7 @@ interface ExhaustedRow {
 }
 
 /**
- * `delivery.exhausted` (docs/design.md §6 rev 4) for a delivery that just ended `failed` with every
+ * `delivery.exhausted` (docs/design.md §6.6) for a delivery that just ended `failed` with every
  * attempt used, written inside `transaction`, the one that recorded that last attempt, so it
  * is written once with it. Data `{delivery_id, endpoint_id, event, attempt_count,
  * last_status_code, last_error, occurred_at, episode_id}` (`episode_id` its endpoint's open

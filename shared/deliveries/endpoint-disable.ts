@@ -14,7 +14,7 @@ export interface DisableTerms {
 }
 
 /**
- * Whether the attempt disables endpoint row `e` (docs/design.md §6): it is active, and the attempt
+ * Whether the attempt disables endpoint row `e` (docs/design.md §6.4): it is active, and the attempt
  * got 410 Gone, or failed while the endpoint has been failing, and unchanged, for longer
  * than WEBHOOK_DISABLE_AFTER_S.
  *
@@ -47,9 +47,9 @@ export interface DisableResult {
 }
 
 /**
- * Disables an endpoint whose failed attempt was found to disable it (docs/design.md §6), and in the
+ * Disables an endpoint whose failed attempt was found to disable it (docs/design.md §6.4), and in the
  * same transaction emits `endpoint.disabled` through the ordinary fan-out (an operational
- * event, docs/design.md §6 rev 4), data as the other endpoint events have it (episodes.ts
+ * event, docs/design.md §6.6), data as the other endpoint events have it (episodes.ts
  * `endpointEventData`, `reason` the `disabled_reason`) and `disabled_at`.
  *
  * @param input.goneReason - the 410 Gone reason, or null for a disable by time

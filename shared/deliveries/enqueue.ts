@@ -26,12 +26,12 @@ export interface DeliveryDeps {
 
 /**
  * Work done inside the transaction that commits new deliveries, given their ids: what an
- * Idempotency-Key records (docs/design.md §12, revision 4), so a retry after a crash or a connection
+ * Idempotency-Key records (docs/design.md §12.1), so a retry after a crash or a connection
  * lost during COMMIT finds exactly what was committed. A rejection rolls the deliveries back.
  */
 export type InCommit = (transaction: Transaction, deliveryIds: string[]) => Promise<void>;
 
-/** One webhook for another service to send (docs/design.md §6, "Other services enqueue too"). */
+/** One webhook for another service to send (docs/design.md §6.2). */
 export interface EnqueueWebhookOptions {
   /** http:// or https:// target. */
   url: string;
@@ -43,7 +43,7 @@ export interface EnqueueWebhookOptions {
   method?: WebhookMethod;
   /** Extra request headers; they cannot replace the signature headers or Content-Type. */
   headers?: Record<string, string>;
-  /** Signing secret; default: derived by the worker from APP_KEY and WEBHOOK_SALT (docs/design.md §8). */
+  /** Signing secret; default: derived by the worker from APP_KEY and WEBHOOK_SALT. */
   secret?: string;
   /** HMAC of the hex signature header; default sha256. */
   algo?: HmacAlgo;
@@ -54,13 +54,13 @@ export interface EnqueueWebhookOptions {
 }
 
 /**
- * Records a webhook (its event and its delivery, docs/design.md §3) and queues it: the rows first, then the job, so a Redis outage loses
+ * Records a webhook (its event and its delivery, docs/design.md §3.2) and queues it: the rows first, then the job, so a Redis outage loses
  * nothing (the api's outbox relay adds rows that missed the queue).
  *
  * @param inCommit - run in the rows' own transaction, with the delivery id
  * @returns the delivery id, which is also the `webhook-id` header the receiver sees
  * @throws InvalidWebhookError for a URL that is not http(s), an unknown method, a
- *   malformed `whsec_` secret or the name of an operational event (docs/design.md §6 rev 4)
+ *   malformed `whsec_` secret or the name of an operational event (docs/design.md §6.6)
  * @throws EncryptionError (shared/webhook) for an empty or unserialisable payload
  * @throws LogicError (shared/webhook) for an unsupported algo
  */

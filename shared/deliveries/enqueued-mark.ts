@@ -50,7 +50,7 @@ export interface DeferredEnqueuedMarks {
 }
 
 /**
- * The enqueued mark after commit, off the hot path (docs/design.md §6): the claim marks the
+ * The enqueued mark after commit, off the hot path (docs/design.md §6.1): the claim marks the
  * rows a worker takes, and most jobs are claimed within milliseconds of their add, so marking
  * each commit's rows at once cost an UPDATE per batch of creates for rows that the claim
  * marks anyway. Waiting `delayMs` (under the relay's 1 s grace for unmarked rows) leaves one

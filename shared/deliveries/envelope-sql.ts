@@ -40,9 +40,8 @@ export function jsonObjectSql(fields: readonly (readonly [key: string, json: str
 }
 
 /**
- * The signable envelope of an event as an SQL text expression:
- * `{"_data":<data>,"_config":{"app.webhook.event":"<event>","app.webhook.signable":1}}`, as
- * serializeEnvelope writes it with `{ event, signable: true }`.
+ * The signable envelope of an event as an SQL text expression: the bytes serializeEnvelope
+ * (shared/webhook/envelope.ts) writes with `{ event, signable: true }`.
  *
  * @param event - an SQL text expression: the event's name
  * @param data - an SQL text expression: the JSON of its data, non-empty (such as {@link jsonObjectSql})

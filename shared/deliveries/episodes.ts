@@ -3,7 +3,7 @@ import type { DeliveryJob } from '../queue/webhook-queue';
 import { shownUrl } from '../http/url-display';
 import { insertOperationalEvent } from './operational-events';
 
-// An endpoint's failure episode (docs/design.md §6 rev 4) lives in its webhook_endpoints row: open
+// An endpoint's failure episode (docs/design.md §6.6) lives in its webhook_endpoints row: open
 // while `episode_id` is set (and `failing_since`, its start, as the table's CHECK requires),
 // with `consecutive_failures`, the last failure's `last_failure_status_code` and
 // `last_failure_error`, and `episode_events`, the operational events it emitted. Every change
@@ -56,7 +56,7 @@ export interface EpisodeRow {
 }
 
 /**
- * The data of an endpoint event (docs/design.md §6 rev 4), in the order the design lists it:
+ * The data of an endpoint event (docs/design.md §6.6), in the order the design lists it:
  * `{endpoint_id, url, user_id, reason, failing_since, consecutive_failures, last_status_code,
  * last_error, occurred_at, episode_id}`. `url` is shown without userinfo or query string;
  * `last_status_code` and `last_error` are the episode's last failed attempt's; times are ISO
@@ -84,7 +84,7 @@ const MARK_FAILING = `
   RETURNING ${EPISODE_COLUMNS('e')}`;
 
 /**
- * `endpoint.failing` (docs/design.md §6 rev 4), after the endpoint's circuit opened: the first time in
+ * `endpoint.failing` (docs/design.md §6.6), after the endpoint's circuit opened: the first time in
  * the open episode it is written, with the mark that it was, in one transaction; any later
  * opening in the episode (a failed probe, a circuit Redis forgot and opened again, another
  * worker's) writes nothing. An endpoint with no open episode (a success came between) or
@@ -117,7 +117,7 @@ const CLOSE_EPISODE = `
    WHERE id = $1`;
 
 /**
- * Closes the endpoint's open episode (docs/design.md §6 rev 4), inside `transaction`: at a success, or
+ * Closes the endpoint's open episode (docs/design.md §6.6), inside `transaction`: at a success, or
  * at a re-enable. When the episode emitted `endpoint.failing` or `endpoint.disabled`, it also
  * writes `endpoint.recovered`, so one episode gives at most one.
  *

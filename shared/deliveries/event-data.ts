@@ -1,7 +1,7 @@
 import { encodeJson, serializeEnvelope } from '../webhook/envelope';
 
 /**
- * The data of an event published with `payload` (docs/design.md §14 rev 4): a string that parses as
+ * The data of an event published with `payload` (docs/design.md §14.3): a string that parses as
  * JSON is the event whose data is the value it encodes; any other string stays a string; any
  * other value is the data itself. This is the envelope's `_data` ({@link eventEnvelope}), which
  * fan-out, replay and the receiver all read, so a filter is matched against it everywhere.

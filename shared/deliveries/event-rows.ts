@@ -4,9 +4,9 @@ import { receivesEvent } from './subscription';
 import type { DeliveryJob } from '../queue/webhook-queue';
 
 /**
- * What made an event (docs/design.md §3 `webhook_events.kind`): a post change, a fan-out of
+ * What made an event (docs/design.md §3.2 `webhook_events.kind`): a post change, a fan-out of
  * `POST /api/v1/events`, an ad-hoc send, an endpoint test, an operational event such as
- * `endpoint.disabled` (§6 rev 4; rows made before it say `notice`). Replay (§14) considers
+ * `endpoint.disabled` (§6.6; rows made before it say `notice`). Replay (§14.1) considers
  * post changes and fan-outs only.
  */
 export type EventKind = 'post' | 'fan-out' | 'send' | 'test' | 'operational';
@@ -62,7 +62,7 @@ const ENDPOINT_SETTINGS = `'POST'::text AS method, '{}'::jsonb AS headers, NULL:
  *   endpoint).
  *
  * A new event gets a new `evt_` id; its deliveries are made at its millisecond, so all its rows
- * share one day partition (docs/design.md §3): a given `delivery_id` fixes that millisecond,
+ * share one day partition (docs/design.md §3.4): a given `delivery_id` fixes that millisecond,
  * else the event is made now. A delivery to a stored event is made now, in today's partition;
  * the worker reads the older event's body by that event's own key. Each event's row belongs
  * to its owner; each delivery is `pending` with `enqueued_at` NULL (the caller queues it after

@@ -32,7 +32,7 @@ const SINGLE_DELIVERY = `WITH source AS (
 /**
  * Writes an event and its one delivery in a single statement (atomic, one round trip), the
  * delivery `pending` with `enqueued_at` NULL; inside `transaction` when one is given. The event
- * is made at its delivery's millisecond, so both rows live in one day partition (docs/design.md §3).
+ * is made at its delivery's millisecond, so both rows live in one day partition (docs/design.md §3.4).
  *
  * @returns the event id
  */

@@ -4,9 +4,9 @@ import { eventEnvelope } from './event-data';
 import { eventRowsClauses, type EventKind, type FannedOutEvent, jobsOfEvent } from './event-rows';
 import type { DeliveryJob } from '../queue/webhook-queue';
 
-/** One event to fan out to the endpoints subscribed to it (docs/design.md §6 ownership, §11 `POST /events`). */
+/** One event to fan out to the endpoints subscribed to it (docs/design.md §6.2, §11.1 `POST /events`). */
 export interface EventFanOut {
-  /** What made the event: a post change, a `POST /events` fan-out, or the system (docs/design.md §6 rev 4). */
+  /** What made the event: a post change, a `POST /events` fan-out, or the system. */
   kind: Extract<EventKind, 'post' | 'fan-out' | 'operational'>;
   event: string;
   /**
@@ -24,7 +24,7 @@ export interface EventFanOut {
 }
 
 /**
- * Writes the event's `webhook_events` row (docs/design.md §3: its body stored once, also when nobody
+ * Writes the event's `webhook_events` row (docs/design.md §3.2: its body stored once, also when nobody
  * subscribes, so a replay can find it) and one `webhook_deliveries` row referencing it per
  * endpoint that receives the event (subscription.ts), inside `transaction`: the
  * event-rows.ts {@link eventRowsClauses} of a batch of one. The body is the docs/design.md §7 envelope,

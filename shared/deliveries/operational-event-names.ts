@@ -1,7 +1,7 @@
 /**
- * The operational events the system emits (docs/design.md §6 rev 4): about an endpoint
+ * The operational events the system emits (docs/design.md §6.6): about an endpoint
  * (`endpoint.failing`, `endpoint.disabled`, `endpoint.recovered`) or a delivery given up
- * (`delivery.exhausted`). Each is in the event catalog (§11). Their names are reserved: no
+ * (`delivery.exhausted`). Each is in the event catalog (§11.1). Their names are reserved: no
  * caller may send, publish or add an event type of one of these names.
  */
 export const OPERATIONAL_EVENTS = ['endpoint.failing', 'endpoint.disabled', 'endpoint.recovered', 'delivery.exhausted'] as const;

@@ -19,9 +19,9 @@ export interface AboutEndpoint {
  * delivery per endpoint that receives it (subscription.ts): those that
  * list the event by name in `events` (an empty list does not take it), among the operator
  * endpoints and, for a user's endpoint, that user's own, whose filter matches `data`; never
- * the endpoint it is about (docs/design.md §6 rev 4).
+ * the endpoint it is about (docs/design.md §6.6).
  *
- * @param data - the event's data (docs/design.md §6 rev 4), a non-empty object
+ * @param data - the event's data (docs/design.md §6.6), a non-empty object
  * @returns the jobs to add once `transaction` committed
  */
 export async function insertOperationalEvent(

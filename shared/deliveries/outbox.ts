@@ -79,7 +79,7 @@ export interface Outbox {
 }
 
 /**
- * Creates the transactional outbox of docs/design.md §6 and its relay.
+ * Creates the transactional outbox of docs/design.md §6.1 and its relay.
  * Delivery is at-least-once: a row can reach the queue twice, and the BullMQ job id (the
  * delivery id) plus the worker's status check absorb the duplicate.
  */

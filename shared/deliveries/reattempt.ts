@@ -28,7 +28,7 @@ export interface Reattempt {
 // A reattempt is queued at once (`enqueued_at`), due now, and runs one attempt whatever the retry policy.
 const REOPEN = `status = 'pending', one_shot = true, enqueued_at = now(), next_attempt_at = now(), updated_at = now()`;
 
-/** The delivery `id`, or undefined when there is none (docs/design.md §3: its day's partition, then the legacy one). */
+/** The delivery `id`, or undefined when there is none (docs/design.md §3.4: its day's partition, then the legacy one). */
 export async function findRedeliveryCandidate(sequelize: Sequelize, id: string): Promise<RedeliveryCandidate | undefined> {
   const [row] = await findById(id, (key) =>
     sequelize.query<Omit<RedeliveryCandidate, 'id'>>(`SELECT status, endpoint_id, url, created_at FROM webhook_deliveries WHERE id = $1 AND ${keyOfId('created_at', '$2')}`, {
@@ -58,7 +58,7 @@ export async function reopenForRedelivery(sequelize: Sequelize, delivery: Redeli
 /**
  * Makes the endpoint's failed deliveries whose last attempt (or, never attempted, whose
  * failure) is at or after `since` pending for one more attempt each, oldest first, at most
- * `limit`; rows another transaction holds are skipped (docs/design.md §11 recover).
+ * `limit`; rows another transaction holds are skipped (docs/design.md §11.1 recover).
  */
 export async function reopenFailedForRecovery(sequelize: Sequelize, endpointId: number, since: Date, limit: number): Promise<Reattempt[]> {
   const rows = await sequelize.query<Omit<Reattempt, 'previous'>>(

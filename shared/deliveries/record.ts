@@ -3,7 +3,7 @@ import { disablesEndpoint } from './endpoint-disable';
 import { keyOfId, keyRange } from '../db/partitions';
 
 /**
- * The worker's record of an attempt (docs/design.md §3, §6): the attempt row, the delivery's new state
+ * The worker's record of an attempt (docs/design.md §3.4, §6.3): the attempt row, the delivery's new state
  * and the endpoint's failure episode in one statement, and a batch of successes in another.
  */
 

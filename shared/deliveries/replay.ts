@@ -4,7 +4,7 @@ import { receivesEvent } from './subscription';
 
 // The endpoint's row is locked by a statement of its own, before REPLAY: under READ COMMITTED
 // each statement reads a snapshot taken when it starts, so REPLAY then sees every delivery a
-// replay that held the lock before committed (docs/design.md §3 rev 4: one delivery per event and
+// replay that held the lock before committed (docs/design.md §3.5: one delivery per event and
 // endpoint). Locked inside REPLAY itself, the wait for the lock would come after its snapshot,
 // and two replays arriving together would both insert. A fan-out writes its event and that
 // event's deliveries in one commit, so REPLAY sees either both or neither.
@@ -32,7 +32,7 @@ const REPLAY = `
 /**
  * Writes one delivery, `pending` with `enqueued_at` NULL, for every post change or fan-out
  * event made at or after `since` that the endpoint would receive now (its events, filter and
- * owner) and has no delivery row of any status for, oldest first, at most `limit` (docs/design.md §14).
+ * owner) and has no delivery row of any status for, oldest first, at most `limit` (docs/design.md §14.1).
  * Committed when it returns; nothing for a deleted endpoint. Who may ask, and the window, are
  * the caller's checks (shared/operations).
  *

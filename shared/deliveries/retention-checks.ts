@@ -3,7 +3,7 @@ import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 /**
  * Whether a day's deliveries (`table`: a day partition of `webhook_deliveries`, attached or
  * detached, by its name) hold a pending or delivering row: retention keeps such a day (docs/design.md
- * §3, revision 4), asking before the detach and again under its locks.
+ * §3.5), asking before the detach and again under its locks.
  */
 export async function holdsUnfinished(sequelize: Sequelize, table: string, transaction?: Transaction): Promise<boolean> {
   const [row] = await sequelize.query<{ unfinished: boolean }>(

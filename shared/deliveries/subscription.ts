@@ -21,10 +21,11 @@ export interface EventTerms {
  * fan-outs of every kind, by replay and by operational events alike.
  * - active (a deleted endpoint is inactive too);
  * - subscribed: its `events` lists the event's name, or is empty, which means every event
- *   except the operational ones (docs/design.md §6 rev 4: an upgrade must not send new kinds of
+ *   except the operational ones (docs/design.md §6.6: an upgrade must not send new kinds of
  *   events to receivers that never asked);
- * - owned: an operator endpoint (`user_id` NULL), or one of the owner's own (docs/design.md §6);
- * - its `filter` (docs/design.md §14) matches the envelope's `_data`, the same data fan-out, replay
+ * - owned: an operator endpoint (`user_id` NULL) receives the events of every user, a user's
+ *   endpoint only those of its own user: a post's owner, `POST /events`'s `user_id` (docs/design.md §6.2);
+ * - its `filter` (docs/design.md §14.1) matches the envelope's `_data`, the same data fan-out, replay
  *   and the receiver see; a filter of the wrong shape matches nothing and never raises;
  * - not the endpoint the event is about.
  *

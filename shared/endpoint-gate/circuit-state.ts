@@ -2,10 +2,10 @@ import type { RedisClient } from '../redis';
 import { partitionOf } from '../queue/partitions';
 import { endpointGateKey, gateKeys } from './gate-keys';
 
-/** A circuit's state as docs/design.md §6 and the endpoint stats of §11 name it. */
+/** A circuit's state as docs/design.md §6.4 and the endpoint stats of §11.1 name it. */
 export type CircuitState = 'closed' | 'open' | 'half_open';
 
-/** The first opening lasts 30 s; each consecutive one doubles it, up to 10 min (docs/design.md §6). */
+/** The first opening lasts 30 s; each consecutive one doubles it, up to 10 min (docs/design.md §6.4). */
 export const CIRCUIT_OPEN_BASE_MS = 30_000;
 export const CIRCUIT_OPEN_MAX_MS = 600_000;
 /** A circuit's failure count and openings are forgotten after a day without attempts. */
@@ -31,7 +31,7 @@ export async function readCircuitState(redis: RedisClient, prefix: string, endpo
 }
 
 /**
- * Closes the circuit of an endpoint that moved to another origin (docs/design.md §6): in every
+ * Closes the circuit of an endpoint that moved to another origin (docs/design.md §6.4): in every
  * partition given, its state is replaced by its new origin epoch alone, so the late answers of
  * the origin it left count for nothing. Should this be lost (Redis away), the worker's first
  * claimed attempt at the new epoch resets the circuit itself. One MULTI per partition.

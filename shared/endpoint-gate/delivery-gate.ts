@@ -5,7 +5,7 @@ import { gateKeys } from './gate-keys';
 import { withGateScripts } from './scripts';
 
 /**
- * Where a claimed delivery stands in its endpoint's FIFO line (docs/design.md §6, Ordering), which the
+ * Where a claimed delivery stands in its endpoint's FIFO line (docs/design.md §6.5), which the
  * gate records: `unordered` (an unordered endpoint's or an ad-hoc delivery), `head` (the
  * line's head: its claim found nothing earlier unfinished) or `aside` (a redelivery, out of
  * line: the record is left as it is).
@@ -23,10 +23,10 @@ export type GateDecision =
   | { granted: false; reason: 'cap' | 'open'; waitMs: number }
   /**
    * A probe is in flight: `waitMs` until its lease ends, `failedProbeOpeningMs` how long the
-   * circuit reopens for should it fail (docs/design.md §6: twice the last opening, at most 10 min).
+   * circuit reopens for should it fail (docs/design.md §6.4: twice the last opening, at most 10 min).
    */
   | { granted: false; reason: 'probing'; waitMs: number; failedProbeOpeningMs: number }
-  /** The endpoint's rate limit reserved the job a slot `waitMs` from now (docs/design.md §14). */
+  /** The endpoint's rate limit reserved the job a slot `waitMs` from now. */
   | { granted: false; reason: 'rate'; waitMs: number; limitPerS: number };
 
 /** How an attempt under a lease ended, for the circuit. */
@@ -46,7 +46,7 @@ export interface DeliveryGate {
   /**
    * {@link acquire} for a job that has not claimed its delivery yet (its gate key is in its
    * data). Only the head of a FIFO endpoint's line asks the gate for a rate slot, a lease or the
-   * probe (docs/design.md §6, "FIFO with a rate limit or a cap"), so for a FIFO gate key a token other
+   * probe (docs/design.md §6.5), so for a FIFO gate key a token other
    * than the head the gate recorded, and for a gate key whose ordering the gate does not know
    * (nothing recorded for a day, or Redis lost it), the answer is `line` and nothing is taken:
    * the job claims first (the claim tells), then calls {@link acquire}. An open circuit still
@@ -67,7 +67,7 @@ export interface DeliveryGate {
    * The caller holds the claim of its delivery, whose place in its endpoint's line the gate
    * records (`unordered` and `head` set the gate key's ordering; `head` names the token the head).
    *
-   * The circuit carries the origin epoch its state is of (docs/design.md §6): one older than
+   * The circuit carries the origin epoch its state is of (docs/design.md §6.4): one older than
    * `originEpoch` (the endpoint moved to another origin since) is reset and ignored.
    *
    * @param token - the lease holder, unique per attempt (the job id)
@@ -123,7 +123,7 @@ export interface DeliveryGateOptions {
 const LINE_MEMORY_MS = 86_400_000;
 
 /**
- * The per-endpoint concurrency cap and circuit breaker of docs/design.md §6, shared by every worker
+ * The per-endpoint concurrency cap and circuit breaker of docs/design.md §6.4, shared by every worker
  * through Redis: one script call before an attempt and one after it, each shared with the
  * concurrent attempts of this process (group commit: one round trip per batch of leases).
  *
@@ -139,7 +139,7 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
  * The gates of every queue partition of one process ({@link createDeliveryGate}, one per
  * partition) over shared batches. On a Redis Cluster a script may touch one slot only, so each
  * partition batches its own leases; on a single Redis the leases of all partitions share one
- * batch, so spreading endpoints over partitions adds no round trips (docs/design.md §13: partitions
+ * batch, so spreading endpoints over partitions adds no round trips (docs/design.md §13.1: partitions
  * must not cost throughput on a single Redis).
  *
  * @param options - as for one gate; its `partition` is ignored

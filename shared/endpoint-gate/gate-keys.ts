@@ -1,6 +1,6 @@
 import { partitionKeyBase } from '../queue/partitions';
 
-/** The gate key of an endpoint: `e:<id>` (docs/design.md §6, "Isolation between endpoints"). */
+/** The gate key of an endpoint: `e:<id>` (docs/design.md §6.4). */
 export function endpointGateKey(endpointId: number): string {
   return `e:${endpointId}`;
 }

@@ -5,7 +5,7 @@ import { withGateScripts } from './scripts';
 /** How early an attempt may start for its place in the pace, ms (see lua/start-attempt.lua). */
 const PACE_TOLERANCE_MS = 25;
 
-/** The per-endpoint rate limit of docs/design.md §14 (`rate_limit_per_s`), shared by every worker through Redis. */
+/** The per-endpoint rate limit of docs/design.md §14.1 (`rate_limit_per_s`), shared by every worker through Redis. */
 export interface EndpointRateLimiter {
   /**
    * Reserves the next slot of the gate key's schedule at `limitPerS` attempts a second, and

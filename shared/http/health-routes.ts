@@ -11,7 +11,7 @@ export type ReadinessFacts = () => Record<string, string | undefined>;
  * `GET /health`: 200 `{"status":"ok"}` while the process runs.
  * `GET /ready`: 200 `{"status":"ready","checks":{name:"up"}}` when every check passes within
  * 2 s, else 503 with `"unavailable"` and `"down"` against the failing checks; `facts` adds its
- * keys (with Redis Sentinel: `"redis_primary":"host:port"`, docs/design.md §13).
+ * keys (with Redis Sentinel: `"redis_primary":"host:port"`, docs/design.md §13.2).
  */
 export const healthRoutes: FastifyPluginAsync<{ checks: Record<string, ReadinessCheck>; facts?: ReadinessFacts }> = async (app, { checks, facts }) => {
   app.get(

@@ -7,7 +7,7 @@ const UNPARSED_USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i;
 
 /**
  * A URL as a reason, an event's fields, a log line, an error or a metric shows it
- * (docs/design.md §6, §11): without userinfo, query string or fragment, which may hold credentials;
+ * (docs/design.md §6.6, §11.3): without userinfo, query string or fragment, which may hold credentials;
  * otherwise as given. A string that does not parse as a URL loses the same parts by its text.
  */
 export function shownUrl(url: string): string {
@@ -31,7 +31,7 @@ export function isSensitiveQueryName(name: string): boolean {
 }
 
 /**
- * A URL as the endpoint, delivery and attempt objects show it (docs/design.md §11): in full, but
+ * A URL as the endpoint, delivery and attempt objects show it (docs/design.md §11.3): in full, but
  * with the value of each sensitive query parameter ({@link isSensitiveQueryName}) and any
  * userinfo password read as {@link MASKED}. The rest of the query keeps its bytes, so that
  * {@link unmaskUrl} can give the stored values back.

@@ -14,7 +14,7 @@ export interface Metrics {
   attemptDuration: Histogram<'status_class'>;
   /**
    * Jobs in the `webhooks` queue by state (waiting, active, delayed, failed) and partition (`0`
-   * for the unpartitioned queue, else 1..64; docs/design.md §13), set at scrape time.
+   * for the unpartitioned queue, else 1..64; docs/design.md §13.1), set at scrape time.
    */
   queueJobs: Gauge<'state' | 'partition'>;
   /** Deliveries recorded in the outbox but not yet handed to the queue, set at scrape time. */
@@ -28,18 +28,18 @@ export interface Metrics {
   endpointsDisabled: Counter;
   /**
    * Day partitions past WEBHOOK_RETENTION_DAYS that the last prune kept because their
-   * deliveries still hold pending or delivering rows (docs/design.md §3), set by each prune (worker).
+   * deliveries still hold pending or delivering rows (docs/design.md §3.4), set by each prune (worker).
    */
   retentionDaysKept: Gauge;
-  /** Failed deliveries dropped with their day partition by retention (docs/design.md §11). */
+  /** Failed deliveries dropped with their day partition by retention. */
   retentionFailedDropped: Counter;
   /**
-   * With Redis Sentinel (docs/design.md §13): 1 on the `address` of the primary in use, set at scrape
+   * With Redis Sentinel (docs/design.md §13.2): 1 on the `address` of the primary in use, set at scrape
    * time; no series without Sentinels or while disconnected.
    */
   redisPrimary: Gauge<'address'>;
   /**
-   * Reads the replica did not serve although asked to (docs/design.md §13), by reason: unreachable,
+   * Reads the replica did not serve although asked to (docs/design.md §13.3), by reason: unreachable,
    * lagging (more than REPLICA_MAX_LAG_S behind), error (a query failed there); the primary
    * answered them (api).
    */

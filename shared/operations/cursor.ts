@@ -10,7 +10,7 @@ export interface Keyset {
   id: string;
 }
 
-/** One page of a list (docs/design.md §11): `{"data":[...],"next_cursor":"<opaque>"|null}`. */
+/** One page of a list (docs/design.md §11.1): `{"data":[...],"next_cursor":"<opaque>"|null}`. */
 export interface Page<T> {
   data: T[];
   next_cursor: string | null;

@@ -16,7 +16,7 @@ import { EndpointDisabledError, EndpointNotFoundError, ReservedEventNameError } 
 import { assertKnownEventTypes } from './event-catalog';
 import type { Viewer } from './viewer';
 
-/** At most this many deliveries are recovered per call (docs/design.md §11). */
+/** At most this many deliveries are recovered per call (docs/design.md §11.1). */
 export const RECOVER_LIMIT = 10_000;
 
 /** The text of a `webhook.test` delivery's data. */
@@ -98,11 +98,11 @@ export async function sendTestEvent(deps: DeliveryDeps, endpointId: number, view
  * `POST /events`: fans an event of the catalog out to the subscribed operator endpoints
  * and, with `userId`, that user's endpoints; rows first, then the jobs (the outbox relay
  * adds them if Redis is away). A `payload` string holding JSON is the value it encodes, any
- * other string stays a string (docs/design.md §14 rev 4, shared/deliveries `eventDataOf`).
+ * other string stays a string (docs/design.md §14.3, shared/deliveries `eventDataOf`).
  *
  * @param inCommit - run in the rows' own transaction, with the delivery ids
  * @returns one delivery id per delivery made (none when nobody subscribes)
- * @throws ReservedEventNameError for an operational event's name (docs/design.md §6 rev 4);
+ * @throws ReservedEventNameError for an operational event's name (docs/design.md §6.6);
  *   UnknownEventTypeError for an event outside the catalog; EncryptionError
  *   (shared/webhook) for an empty payload (`null`, `{}` and `[]`, also as strings)
  */

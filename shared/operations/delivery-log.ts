@@ -5,13 +5,13 @@ import { maskedUrl } from '../http/url-display';
 import { Page, decodeCursor, toPage } from './cursor';
 import type { Viewer } from './viewer';
 
-/** A delivery as the operations API shows it (docs/design.md §11); never its body, headers or secret. */
+/** A delivery as the operations API shows it (docs/design.md §11.1); never its body, headers or secret. */
 export interface DeliveryObject {
   /** The webhook-id. */
   id: string;
   /** Null for an ad-hoc send. */
   endpoint_id: number | null;
-  /** The event it delivers (docs/design.md §3); null for a delivery made before events were stored once. */
+  /** The event it delivers; null for a delivery made before events were stored once. */
   event_id: string | null;
   url: string;
   event: string | null;
@@ -24,7 +24,7 @@ export interface DeliveryObject {
   delivered_at: string | null;
 }
 
-/** One HTTP attempt (docs/design.md §11); `response_excerpt` is the first 2 KB of the answer. */
+/** One HTTP attempt (docs/design.md §11.1); `response_excerpt` is the first 2 KB of the answer. */
 export interface AttemptObject {
   number: number;
   /** Where the attempt went: its endpoint's URL when it started; null for attempts recorded before attempts kept theirs. */

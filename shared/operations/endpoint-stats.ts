@@ -5,7 +5,7 @@ import { findVisibleEndpoint } from './endpoints';
 import { EndpointNotFoundError } from './errors';
 import type { Viewer } from './viewer';
 
-/** The spans a `series` may cover (docs/design.md §14): the last hour by minute, the last 24 h by hour. */
+/** The spans a `series` may cover (docs/design.md §14.1): the last hour by minute, the last 24 h by hour. */
 export const SERIES_RANGES = ['1h', '24h'] as const;
 export type SeriesRange = (typeof SERIES_RANGES)[number];
 
@@ -15,7 +15,7 @@ const SERIES_STEPS: Record<SeriesRange, { step: string; buckets: number }> = {
 };
 
 /**
- * The attempts of one interval (docs/design.md §14). Every attempt counts once, by its outcome:
+ * The attempts of one interval (docs/design.md §14.1). Every attempt counts once, by its outcome:
  * `succeeded` a 2xx answer; `retried` any other answer or an error after which the delivery
  * was attempted again (a retry, a redelivery, a recovery) or still has an attempt to come;
  * `failed` any other answer or an error that was the delivery's last, the delivery given up.
@@ -32,7 +32,7 @@ export interface SeriesBucket {
 }
 
 /**
- * An endpoint's health (docs/design.md §11). Rates and latencies cover the attempts of the last 24 h
+ * An endpoint's health (docs/design.md §11.1). Rates and latencies cover the attempts of the last 24 h
  * and are null when there were none; `success_rate_24h` is a fraction from 0 to 1 (2xx
  * attempts over all attempts); latencies are whole milliseconds. The last success and failure
  * are over the whole attempt log. `series` is there only when asked for.
@@ -46,7 +46,7 @@ export interface EndpointStats {
   last_failure_at: string | null;
   circuit: CircuitState;
   disabled_reason: string | null;
-  /** The open failure episode's first failed attempt (docs/design.md §6 rev 4), ISO 8601 UTC; null when none is open. */
+  /** The open failure episode's first failed attempt, ISO 8601 UTC; null when none is open. */
   failing_since: string | null;
   /** Failed attempts in the open episode, without a success between; null when none is open. */
   consecutive_failures: number | null;
@@ -54,7 +54,7 @@ export interface EndpointStats {
 }
 
 /**
- * The health of every endpoint a viewer may see, together (docs/design.md §14's overview): how many
+ * The health of every endpoint a viewer may see, together (docs/design.md §14.1's overview): how many
  * there are and how many are disabled, then the figures of {@link EndpointStats} over all
  * their attempts (deleted endpoints and ad-hoc sends excluded).
  */

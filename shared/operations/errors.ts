@@ -25,7 +25,7 @@ export class EndpointDisabledError extends Error {
   }
 }
 
-/** Event names that are not in the catalog (docs/design.md §11); the message names every one. */
+/** Event names that are not in the catalog (docs/design.md §11.1); the message names every one. */
 export class UnknownEventTypeError extends Error {
   readonly names: readonly string[];
 
@@ -44,7 +44,7 @@ export class EventTypeExistsError extends Error {
   }
 }
 
-/** The name of an operational event (docs/design.md §6 rev 4): only the system sends those. */
+/** The name of an operational event (docs/design.md §6.6): only the system sends those. */
 export class ReservedEventNameError extends Error {
   constructor(readonly eventName: string, options: OperationsErrorOptions = {}) {
     super(`Event ${eventName} is reserved: the system sends it about endpoints and deliveries (an operational event).`, options);
@@ -68,7 +68,7 @@ export class InvalidCursorError extends Error {
   }
 }
 
-/** A replay's `since` lies outside what retention still holds (docs/design.md §14). */
+/** A replay's `since` lies outside what retention still holds (docs/design.md §14.1). */
 export class ReplayWindowError extends Error {
   constructor(readonly retentionDays: number, options: OperationsErrorOptions = {}) {
     super(
@@ -79,7 +79,7 @@ export class ReplayWindowError extends Error {
   }
 }
 
-/** A user owns as many endpoints as MAX_ENDPOINTS_PER_USER allows (docs/design.md §11); the message names the limit. */
+/** A user owns as many endpoints as MAX_ENDPOINTS_PER_USER allows (docs/design.md §11.2); the message names the limit. */
 export class EndpointLimitError extends Error {
   constructor(readonly limit: number, options: OperationsErrorOptions = {}) {
     super(`Endpoint limit reached (${limit}).`, options);

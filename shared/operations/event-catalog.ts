@@ -3,7 +3,7 @@ import type { Database } from '../db';
 import { isReservedEventName } from '../deliveries/operational-event-names';
 import { EventTypeExistsError, ReservedEventNameError, UnknownEventTypeError } from './errors';
 
-/** One entry of the event catalog (docs/design.md §11): `schema` is a JSON Schema of the event's data. */
+/** One entry of the event catalog (docs/design.md §11.1): `schema` is a JSON Schema of the event's data. */
 export interface EventType {
   name: string;
   description: string | null;
@@ -15,7 +15,7 @@ export const EVENT_TYPE_NAME = /^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/;
 
 const ISO_TIME = { type: 'string', format: 'date-time' } as const;
 
-// What the posts repository sends (docs/design.md §6): times are ISO 8601, `image` the stored file name.
+// What the posts repository sends (docs/design.md §6.1): times are ISO 8601, `image` the stored file name.
 const POST_CHANGED_SCHEMA = {
   $schema: 'http://json-schema.org/draft-07/schema#',
   type: 'object',
@@ -35,7 +35,7 @@ const POST_CHANGED_SCHEMA = {
 
 const NULLABLE_STATUS = { type: ['integer', 'null'], minimum: 100, maximum: 599 } as const;
 
-// What the endpoint events share (docs/design.md §6 rev 4; shared/deliveries/episodes.ts
+// What the endpoint events share (docs/design.md §6.6; shared/deliveries/episodes.ts
 // `endpointEventData` writes it): the endpoint, the failure episode and why.
 const ENDPOINT_EVENT_PROPERTIES = {
   endpoint_id: { type: 'integer', minimum: 1 },
@@ -62,8 +62,8 @@ const endpointEventSchema = (extra: Record<string, object> = {}) => ({
 });
 
 /**
- * The built-in event types: the post events of docs/design.md §6, the endpoint test of §11 and the
- * operational events of §6 rev 4 (shared/deliveries/operational-event-names.ts), which
+ * The built-in event types: the post events of docs/design.md §6.1, the endpoint test of §11.1 and the
+ * operational events of §6.6 (shared/deliveries/operational-event-names.ts), which
  * endpoints receive only when they list them by name. Operators add others (stored in
  * webhook_event_types).
  */
@@ -152,7 +152,7 @@ export async function listEventTypes(db: Database): Promise<EventType[]> {
  * Adds an operator's event type to the catalog.
  *
  * @param type.name - lowercase and dotted ({@link EVENT_TYPE_NAME}); the caller validates it
- * @throws ReservedEventNameError for the name of an operational event (docs/design.md §6 rev 4)
+ * @throws ReservedEventNameError for the name of an operational event (docs/design.md §6.6)
  * @throws EventTypeExistsError when the name is built in or already added
  */
 export async function addEventType(db: Database, type: EventType): Promise<EventType> {

@@ -6,13 +6,13 @@ import { findVisibleEndpoint } from './endpoints';
 import { EndpointDisabledError, EndpointNotFoundError, ReplayWindowError } from './errors';
 import type { Viewer } from './viewer';
 
-/** At most this many events are replayed per call (docs/design.md §14). */
+/** At most this many events are replayed per call (docs/design.md §14.1). */
 export const REPLAY_LIMIT = 10_000;
 
 const DAY_MS = 86_400_000;
 
 /**
- * `POST /endpoints/{id}/replay` (docs/design.md §14): every post change or fan-out event made at or
+ * `POST /endpoints/{id}/replay` (docs/design.md §14.1): every post change or fan-out event made at or
  * after `since` that the endpoint would receive now (its events, filter and owner) and has no
  * delivery row of any status for gets one, oldest first, at most {@link REPLAY_LIMIT}. The rows
  * commit first and are queued after (the outbox relay queues them if Redis goes away between).

@@ -41,7 +41,7 @@ export interface CreatedPost {
 
 /**
  * Writes a batch of creates, each post committed with its `post.created` outbox rows and the
- * pid recorded under its Idempotency-Key (docs/design.md §6, §15).
+ * pid recorded under its Idempotency-Key (docs/design.md §6.1, §15).
  *
  * @returns one outcome per create, in order: its post, or the error only it gets:
  *   PostIdsExhaustedError when no free random pid was found, RecordedPostGoneError when its
@@ -57,7 +57,7 @@ const RANDOM_PID_ATTEMPTS = 10;
 const PID_CANDIDATES = 4;
 
 /**
- * The `post.created` envelope of the inserted row `p` (docs/design.md §6, the keys of
+ * The `post.created` envelope of the inserted row `p` (docs/design.md §6.1, the keys of
  * post-record.ts toChangedData in its order), written by PostgreSQL: its pid and times are
  * known only once the insert ran, and the body is the row as stored.
  */

@@ -95,7 +95,7 @@ return 1`;
  * most `postsMaxBytesPerTtl` (counted in `<prefix>:posts:post-bytes`, which lives one TTL).
  * A write past a budget is not stored: the read is answered from the database as on a miss.
  * The write script and the invalidation touch the generation with the entries, so on a Redis
- * Cluster whose prefix is no hash tag (a partitioned queue, docs/design.md §13) the cache has a tag of
+ * Cluster whose prefix is no hash tag (a partitioned queue, docs/design.md §13.1) the cache has a tag of
  * its own, `<prefix>:{posts}:...`, rather than sharing the queue's.
  */
 export function createPostCache(

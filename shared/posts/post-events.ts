@@ -3,10 +3,10 @@ import type { DeliveryJob } from '../queue/webhook-queue';
 import { insertEventDeliveryJobs } from '../deliveries/fan-out';
 import type { Outbox } from '../deliveries/outbox';
 
-/** The post events of docs/design.md §6. */
+/** The post events of docs/design.md §6.1. */
 export type PostEventName = 'post.created' | 'post.updated' | 'post.deleted';
 
-/** Data of `post.created` and `post.updated` (docs/design.md §6); times are ISO 8601, `image` the stored file name or null. */
+/** Data of `post.created` and `post.updated` (docs/design.md §6.1); times are ISO 8601, `image` the stored file name or null. */
 export interface PostChangedData {
   pid: number;
   uuid: string;
@@ -18,7 +18,7 @@ export interface PostChangedData {
   updated_at: string;
 }
 
-/** Data of `post.deleted` (docs/design.md §6). */
+/** Data of `post.deleted` (docs/design.md §6.1). */
 export interface PostDeletedData {
   pid: number;
   uuid: string;
@@ -28,7 +28,7 @@ export interface PostDeletedData {
 export type PostEventData = PostChangedData | PostDeletedData;
 
 /**
- * The outbox side of post updates and deletes (docs/design.md §6): each event exists exactly
+ * The outbox side of post updates and deletes (docs/design.md §6.1): each event exists exactly
  * when its change commits, so it is recorded inside the change's transaction.
  */
 export interface PostEventRecorder {
@@ -48,10 +48,10 @@ export interface PostOutbox extends PostEventRecorder {
 
 /**
  * The outbox's write without the enqueue: the event's row and one `webhook_deliveries` row per
- * endpoint that receives it, among the operator endpoints and those of the post's owner
- * (`data.user_id`; docs/design.md §6 ownership), inside `transaction`, with `enqueued_at` NULL.
+ * endpoint that receives it (shared/deliveries/subscription.ts, the owner being `data.user_id`),
+ * inside `transaction`, with `enqueued_at` NULL.
  *
- * @param data - the event data of docs/design.md §6 (`pid`, `uuid`, `user_id`, ...)
+ * @param data - the event data of docs/design.md §6.1 (`pid`, `uuid`, `user_id`, ...)
  * @returns each delivery as the job to add, with its endpoint's gate key; none when no endpoint subscribes
  * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
  */
@@ -61,8 +61,7 @@ export async function insertPostEventJobs(sequelize: Sequelize, transaction: Tra
 
 /**
  * The api's post events over its outbox: each event's row and one delivery per endpoint that
- * receives it (operator endpoints and those of the post's owner, `data.user_id`; docs/design.md
- * §6 ownership) are written inside the change's transaction, so they commit or roll back with
+ * receives it ({@link insertPostEventJobs}) are written inside the change's transaction, so they commit or roll back with
  * it; after commit the outbox adds the jobs without holding up the caller.
  *
  * @throws EncryptionError (shared/webhook), from `record`, when `data` is empty or not serialisable
@@ -76,7 +75,7 @@ export function postOutboxOf(sequelize: Sequelize, outbox: Pick<Outbox, 'queueAf
 
 /**
  * The recorder of a process without a queue (the receiver): the rows wait for the api's outbox
- * relay, which queues them within OUTBOX_RELAY_INTERVAL_MS (docs/design.md §6).
+ * relay, which queues them within OUTBOX_RELAY_INTERVAL_MS (docs/design.md §6.1).
  */
 export function relayedPostEvents(sequelize: Sequelize): PostEventRecorder {
   return { record: async (transaction, event, data) => void (await insertPostEventJobs(sequelize, transaction, event, data)) };

@@ -1,7 +1,7 @@
 import { isCluster, type RedisClient } from '../redis';
 
 /**
- * The queue's partitions (docs/design.md §13, revision 3). Partition 0 is the unpartitioned queue
+ * The queue's partitions (docs/design.md §13.1). Partition 0 is the unpartitioned queue
  * `webhooks` of a system with WEBHOOK_QUEUE_PARTITIONS=1, whose keys (`<prefix>:webhooks:*`)
  * are today's; partitions 1..N of a system with N > 1 are the queues `{webhooks-<i>}`, each
  * its own hash tag, so a Redis Cluster spreads them over its masters. An endpoint's own keys

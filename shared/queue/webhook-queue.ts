@@ -7,7 +7,7 @@ import { currentPartitions, partitionOf, partitionQueueName, partitionsToDrain, 
 
 /**
  * What a job carries: the delivery id only. The body, the URL and above all the secret
- * stay in PostgreSQL; the worker loads them per attempt (docs/design.md §6).
+ * stay in PostgreSQL; the worker loads them per attempt (docs/design.md §6.7).
  */
 export interface WebhookJobData {
   deliveryId: string;
@@ -19,7 +19,7 @@ export interface WebhookJobData {
   gate?: string;
   /**
    * When the endpoint's rate limit reserved this job's slot (ms since the epoch): the job waits
-   * in the delayed set until then and goes without asking again (docs/design.md §14).
+   * in the delayed set until then and goes without asking again (docs/design.md §14.1).
    */
   rateSlot?: number;
   /** The limit that slot was reserved under, attempts a second. */
@@ -39,7 +39,7 @@ export type PartitionQueue = Queue<WebhookJobData, void, WebhookJobName>;
 export type WebhookJob = Job<WebhookJobData, void, WebhookJobName>;
 
 /**
- * The `webhooks` queue, split into WEBHOOK_QUEUE_PARTITIONS BullMQ queues (docs/design.md §13): the
+ * The `webhooks` queue, split into WEBHOOK_QUEUE_PARTITIONS BullMQ queues (docs/design.md §13.1): the
  * producer side every process uses. A delivery goes to its gate key's partition under this
  * process's count; reads that must see every job (a job by id, counts) look in every
  * partition that may hold jobs, which after a change of the count includes the old ones.
@@ -134,7 +134,7 @@ const ADD_TIMEOUT_MS = 2_000;
  * Opens the producer side of the `webhooks` queue under `config.redisPrefix`, in
  * `config.webhookQueuePartitions` partitions (default 1: the unpartitioned queue `webhooks`).
  * With more than one, it records the count in Redis each time the connection becomes ready, so
- * workers drain every partition up to the highest count ever used (docs/design.md §13).
+ * workers drain every partition up to the highest count ever used (docs/design.md §13.1).
  *
  * @param connection - a `client`-role ioredis connection (shared/redis): commands fail fast
  *   while Redis is away, so a producer never hangs; the caller owns and closes it. A command

@@ -12,7 +12,7 @@ export interface RedisTarget {
   redisUrl: string;
   redisClusterNodes?: readonly { host: string; port: number }[];
   /**
-   * Sentinels (docs/design.md §13, revision 4): with this list non-empty, connections reach the primary
+   * Sentinels (docs/design.md §13.2): with this list non-empty, connections reach the primary
    * the Sentinels name `redisSentinelName` and follow its failovers; `redisUrl` lends its db,
    * credentials and TLS to the data nodes.
    */
@@ -84,7 +84,7 @@ export function createRedis(target: RedisTarget, role: RedisRole, extra: RedisOp
 
 /**
  * The primary a Sentinel connection uses now, `host:port` as the Sentinels announce it
- * (docs/design.md §13: `/ready` and `/metrics` say which); undefined for a connection without
+ * (docs/design.md §13.2: `/ready` and `/metrics` say which); undefined for a connection without
  * Sentinels or while it is not connected.
  */
 export function redisPrimaryOf(client: RedisClient): string | undefined {

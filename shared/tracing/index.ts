@@ -2,7 +2,7 @@ import { Attributes, context, Context, propagation, ROOT_CONTEXT, Span, SpanKind
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 /**
- * OpenTelemetry tracing (docs/design.md §12): one trace per api request that writes deliveries,
+ * OpenTelemetry tracing (docs/design.md §12.2): one trace per api request that writes deliveries,
  * carried through each delivery row (`webhook_deliveries.traceparent`, W3C Trace Context) to
  * the worker's job and HTTP attempt spans. Off unless started: then every helper here
  * returns at once, and the SDK is not even loaded.

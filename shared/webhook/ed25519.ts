@@ -20,7 +20,7 @@ export interface Ed25519KeyPair {
   publicKey: string;
 }
 
-/** A fresh ed25519 key pair (docs/design.md §14 `signature_scheme: "ed25519"`). */
+/** A fresh ed25519 key pair (docs/design.md §14.1 `signature_scheme: "ed25519"`). */
 export function generateEd25519KeyPair(): Ed25519KeyPair {
   const { privateKey } = generateKeyPairSync('ed25519');
   const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(PKCS8_PREFIX.length);

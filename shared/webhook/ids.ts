@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 /**
  * The 16 bytes of a UUIDv7 (RFC 9562 §5.7): 48-bit unix milliseconds big-endian, the version
  * nibble 7, 74 random bits and the variant bits 10. Ids built on it sort by the time they were
- * made, so an id says which day's rows hold it (docs/design.md §3).
+ * made, so an id says which day's rows hold it (docs/design.md §3.3).
  *
  * @param nowMs - unix time in milliseconds; default the clock
  */
@@ -16,7 +16,7 @@ export function uuidV7Bytes(nowMs: number = Date.now()): Buffer {
 }
 
 /**
- * A fresh event id (docs/design.md §3): `evt_` and 22 base64url characters of a UUIDv7.
+ * A fresh event id (docs/design.md §3.3): `evt_` and 22 base64url characters of a UUIDv7.
  *
  * @param nowMs - its time, unix milliseconds; default the clock (a delivery's own time puts its event in its day)
  */
@@ -26,7 +26,7 @@ export function newEventId(nowMs: number = Date.now()): string {
 
 /**
  * When a `msg_` or `evt_` id was made: the UUIDv7 milliseconds it carries, or null for an id
- * that holds no UUIDv7 (made before design revision 3, or given by a caller).
+ * that holds no UUIDv7 (an older, random id, or one given by a caller).
  */
 export function idTime(id: string): Date | null {
   const match = /^(?:msg|evt)_([A-Za-z0-9_-]{22})$/.exec(id);

@@ -51,7 +51,7 @@ export function assertAlgo(algo: string): HmacAlgo {
 
 /**
  * Refuses a `whpk_` ed25519 public key where an HMAC key is expected: endpoints publish it for
- * their receivers, so a signature keyed with it is one anyone can forge (docs/design.md §8, §14).
+ * their receivers, so a signature keyed with it is one anyone can forge (docs/design.md §8, §14.1).
  *
  * @throws LogicError when `secret` is a `whpk_` key
  */
@@ -116,7 +116,7 @@ export interface VerifyStandardOptions {
 /**
  * Verifies Standard Webhooks headers over the raw body: the `webhook-signature` list is
  * space-separated, `v1` entries are checked against the shared secrets (constant-time) and
- * `v1a` entries against the `whpk_` ed25519 public keys (docs/design.md §14), other versions are
+ * `v1a` entries against the `whpk_` ed25519 public keys (docs/design.md §14.1), other versions are
  * ignored, one match is enough, and `webhook-timestamp` must lie within the tolerance.
  *
  * @param headers - incoming headers holding `webhook-id`, `webhook-timestamp`, `webhook-signature`
@@ -189,7 +189,7 @@ export interface SignedHeadersInput {
  * Every header docs/design.md §7 puts on a delivery: `Content-Type: application/json`, the hex
  * signature header, `webhook-id`, `webhook-timestamp` and `webhook-signature`. The body is
  * hashed as it is (a string as UTF-8, never copied), once per HMAC. A `whsk_` secret signs
- * `v1a` (ed25519, docs/design.md §14) instead of `v1`, and without the hex header when it is the
+ * `v1a` (ed25519, docs/design.md §14.1) instead of `v1`, and without the hex header when it is the
  * current secret.
  *
  * @throws LogicError for an empty or badly encoded secret, a `whpk_` public key (which only
@@ -203,7 +203,7 @@ export function signedHeaders(input: SignedHeadersInput): Record<string, string>
   const signatures = secrets
     .map((s) => (isEd25519SecretKey(s) ? signStandardEd25519(id, timestamp, body, s) : standardSignature(id, timestamp, body, standardKey(s))))
     .join(' ');
-  // The hex header needs a shared secret: an ed25519 endpoint's deliveries carry none (docs/design.md §14).
+  // The hex header needs a shared secret: an ed25519 endpoint's deliveries carry none (docs/design.md §14.1).
   if (isEd25519SecretKey(input.secret)) {
     return { 'Content-Type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures };
   }
@@ -230,7 +230,7 @@ export function deriveSecret(appKey: string, salt: string, algo: HmacAlgo = 'sha
 }
 
 /**
- * A fresh webhook-id: `msg_` and 22 base64url characters of a UUIDv7 (docs/design.md §3: time-ordered,
+ * A fresh webhook-id: `msg_` and 22 base64url characters of a UUIDv7 (docs/design.md §3.3: time-ordered,
  * 74 random bits). It never contains `:` and is never all digits, so it is also a valid BullMQ
  * job id.
  */

@@ -70,7 +70,7 @@ export interface VerifiedWebhook extends Envelope {
 }
 
 /**
- * Verifies an incoming webhook over its raw bytes (docs/design.md §8, revision 2): with the Standard
+ * Verifies an incoming webhook over its raw bytes (docs/design.md §8): with the Standard
  * Webhooks headers (standardwebhooks.com), which are required, so the timestamp window
  * always applies; then {@link acceptEnvelope}. With `policy.acceptXSignatureOnly`, a webhook
  * without any `webhook-*` header is verified with the hex signature header instead

@@ -38,7 +38,7 @@ export interface WebhookRequestOptions {
   maxResponseBytes?: number;
   /**
    * Agents `send()` connects with, by the target's scheme, instead of Node's global ones: for
-   * example an egress proxy's (the webhook CLI passes WEBHOOK_PROXY_URL's, docs/design.md §14). With
+   * example an egress proxy's (the webhook CLI passes WEBHOOK_PROXY_URL's, docs/design.md §14.2). With
    * them, proxy variables of the environment (`HTTP_PROXY` and the like) are not read.
    */
   agents?: { http: http.Agent; https: http.Agent };
@@ -56,7 +56,7 @@ const client = createWebhookHttpClient();
  * `http_build_query()` does and the signature covers the encoded HTTP body; for `query`, it
  * covers the query string this call appends to the URL.
  *
- * `enqueue()` hands the webhook to the webhook-worker instead (docs/design.md §6). This module loads
+ * `enqueue()` hands the webhook to the webhook-worker instead (docs/design.md §6.2). This module loads
  * no queue or database code: the queue side (shared/deliveries/webhook-producer.ts, which the
  * package entry `shared/index.ts` loads) registers itself with {@link WebhookRequest.bindQueue},
  * so code that only signs and sends never loads Sequelize or BullMQ.
@@ -353,16 +353,16 @@ export class WebhookRequest {
   }
 
   /**
-   * Queues this webhook for the webhook-worker instead of sending it now (docs/design.md §6 and §8;
+   * Queues this webhook for the webhook-worker instead of sending it now (docs/design.md §6.2 and §8;
    * Luminova sends synchronously only, so this operation is ours). The delivery row is
    * written to PostgreSQL first, then its id is queued in Redis; when Redis is away the call
    * still succeeds and the api's outbox relay queues the row once Redis answers. The worker
-   * retries by the schedule of docs/design.md §6 and its own WEBHOOK_TIMEOUT_MS (`setTimeout()` does
+   * retries by the schedule of docs/design.md §6.3 and its own WEBHOOK_TIMEOUT_MS (`setTimeout()` does
    * not apply), and always sends the envelope as the JSON body.
    *
    * Always signed, whether or not `sign()` was called: receivers reject unsigned bodies
-   * (docs/design.md §10), so the envelope is always `{"_data":..,"_config":{"app.webhook.event":..,
-   * "app.webhook.signable":1}}` in that key order. The secret is `sign()`'s or `setSecret()`'s;
+   * (docs/design.md §10), so the envelope always carries the event and the signable flag
+   * (envelope.ts `serializeEnvelope`). The secret is `sign()`'s or `setSecret()`'s;
    * without one it is derived here, from this instance's app key and salt (docs/design.md §8), and
    * stored with the delivery, so `getSecret()` afterwards returns exactly the secret the
    * receiver must verify with, even when the worker's APP_KEY differs. The worker signs each

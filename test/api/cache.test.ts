@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 
-describe('Layout A read cache (docs/design.md §3)', () => {
+describe('Layout A read cache (docs/design.md §3.1)', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;

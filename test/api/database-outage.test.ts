@@ -4,7 +4,7 @@ import { ApiClient, ApiHarness, ApiRequest, createApiHarness } from './support/a
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 // PostgreSQL is shared by every test here, so it is made unreachable through a proxy the
-// apis connect to, never stopped (docs/design.md §6 "Recovery").
+// apis connect to, never stopped (docs/design.md §6.7).
 let harness: ApiHarness;
 let proxy: TcpProxy;
 let user: TestUser;

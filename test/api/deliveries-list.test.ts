@@ -2,7 +2,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, insertDelivery, TestServiceKey } from './support/operations';
 
-describe('GET /api/v1/webhooks: filters and cursor pages (docs/design.md §11)', () => {
+describe('GET /api/v1/webhooks: filters and cursor pages (docs/design.md §11.1)', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;

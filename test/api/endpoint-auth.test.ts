@@ -11,7 +11,7 @@ const AUTH = {
 };
 
 /**
- * docs/design.md §14 revision 4, `auth` and `client_certificate` as the API takes and shows them: the
+ * docs/design.md §14.4, `auth` and `client_certificate` as the API takes and shows them: the
  * shapes (400 naming the field), the client secret and the key never shown, "********" keeping
  * them, and the rules they add to a change of `url` or of the token endpoint.
  */

@@ -3,7 +3,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
-/** An endpoint's failure episode over the API (docs/design.md §6 rev 4, §11): its stats and a re-enable's endpoint.recovered. */
+/** An endpoint's failure episode over the API (docs/design.md §6.6, §11.1): its stats and a re-enable's endpoint.recovered. */
 describe('endpoint failure episodes over the API', () => {
   let harness: ApiHarness;
   let a: ApiClient;

@@ -3,7 +3,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
-/** docs/design.md §14 `filter`: the matching rules, their limits, and no delivery row for a non-match. */
+/** docs/design.md §14.1 `filter`: the matching rules, their limits, and no delivery row for a non-match. */
 describe('endpoint filters', () => {
   let harness: ApiHarness;
   let a: ApiClient;

@@ -2,7 +2,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
-/** docs/design.md §14: an endpoint's static headers and its ordering, as fields of the endpoint object. */
+/** docs/design.md §14.1: an endpoint's static headers and its ordering, as fields of the endpoint object. */
 describe('endpoint headers and ordering over the API', () => {
   let harness: ApiHarness;
   let a: ApiClient;

@@ -5,7 +5,7 @@ import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 /**
- * A user owns at most MAX_ENDPOINTS_PER_USER endpoints (docs/design.md §11); the next create is 403
+ * A user owns at most MAX_ENDPOINTS_PER_USER endpoints (docs/design.md §11.2); the next create is 403
  * `Endpoint limit reached (N).`, also when creates race; operator endpoints are not counted.
  */
 describe('endpoints per user', () => {

@@ -13,7 +13,7 @@ interface EventRow {
   user_id: number | null;
 }
 
-/** docs/design.md §3 (events stored once) and §14 (replay). */
+/** docs/design.md §3.2 (events stored once) and §14.1 (replay). */
 describe('events stored once, and replay', () => {
   let harness: ApiHarness;
   let a: ApiClient;

@@ -4,7 +4,7 @@ import { createServiceKey, TestServiceKey } from './support/operations';
 
 const SEED = Buffer.alloc(32, 3).toString('base64');
 
-/** docs/design.md §14 `signature_scheme` over HTTP: create, read, rotate, and what is refused. */
+/** docs/design.md §14.1 `signature_scheme` over HTTP: create, read, rotate, and what is refused. */
 describe('endpoint signature_scheme', () => {
   let harness: ApiHarness;
   let a: ApiClient;

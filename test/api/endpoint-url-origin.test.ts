@@ -6,7 +6,7 @@ import { createServiceKey, TestServiceKey } from './support/operations';
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §14 revision 4: a PATCH that moves `url` to another origin (scheme, host, port) while
+ * docs/design.md §14.3: a PATCH that moves `url` to another origin (scheme, host, port) while
  * masked credentials are stored is refused with 400 naming them, unless the same PATCH gives
  * them again; a credential the API only shows as "********" never reaches an origin chosen by
  * someone who never saw it. Checked through what a test send actually carries where.

@@ -9,7 +9,7 @@ import { waitFor } from '../support/wait-for';
 const USERINFO_REFUSED = 'credentials go in headers or auth, not in the URL';
 
 /**
- * Credentials in an endpoint's URL (docs/design.md §11, §14): reasons and events show the URL
+ * Credentials in an endpoint's URL (docs/design.md §11.3, §14.3): reasons and events show the URL
  * without userinfo and query; the endpoint and delivery objects show it with sensitive query
  * values masked, and a PATCH that sends the masked URL back keeps the stored values; a URL with
  * userinfo is refused.

@@ -4,7 +4,7 @@ import { createServiceKey, insertDelivery, TestServiceKey } from './support/oper
 
 const ENDPOINT_KEYS = ['active', 'auth', 'client_certificate', 'created_at', 'description', 'disabled_reason', 'events', 'filter', 'headers', 'id', 'ordering', 'public_key', 'rate_limit_per_s', 'signature_scheme', 'updated_at', 'url', 'user_id'];
 
-describe('endpoints API (docs/design.md §11)', () => {
+describe('endpoints API (docs/design.md §11.1)', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;

@@ -6,7 +6,7 @@ import { createServiceKey, TestServiceKey } from './support/operations';
 const OPERATIONAL = ['endpoint.disabled', 'endpoint.failing', 'endpoint.recovered', 'delivery.exhausted'];
 const BUILT_IN = ['post.created', 'post.updated', 'post.deleted', 'webhook.test', ...OPERATIONAL];
 
-describe('event types catalog (docs/design.md §11)', () => {
+describe('event types catalog (docs/design.md §11.1)', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;
@@ -57,7 +57,7 @@ describe('event types catalog (docs/design.md §11)', () => {
     expect(listed.data.map((type: { name: string }) => type.name)).toEqual([...BUILT_IN, 'invoice.paid']);
   });
 
-  it('When the catalog is listed, then each operational event names its data with a closed JSON Schema (docs/design.md §6 rev 4)', async () => {
+  it('When the catalog is listed, then each operational event names its data with a closed JSON Schema (docs/design.md §6.6)', async () => {
     const { data } = (await a.request({ url: '/api/v1/event-types', headers: operator.headers })).json();
     const schemas = new Map<string, { required: string[]; additionalProperties: boolean }>(data.map((type: { name: string; schema: never }) => [type.name, type.schema]));
     const endpointFields = ['endpoint_id', 'url', 'user_id', 'reason', 'failing_since', 'consecutive_failures', 'last_status_code', 'last_error', 'occurred_at', 'episode_id'];

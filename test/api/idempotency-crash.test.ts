@@ -10,7 +10,7 @@ import { waitFor } from '../support/wait-for';
  * 24 h. A lock the test holds on `posts` stops the create after its key is claimed; the api
  * is killed there. A retry after the lease (IDEMPOTENCY_LEASE_MS, 2 s here) either answers
  * with the post the dead request committed, or runs again, and one post exists either way.
- * docs/design.md §12 revision 4: the same for `POST /webhooks` and `POST /events`, killed once their
+ * docs/design.md §12.1: the same for `POST /webhooks` and `POST /events`, killed once their
  * deliveries committed (a proxy in front of PostgreSQL withholds the commit's answer): the
  * retry replays the ids made, never a second delivery.
  */

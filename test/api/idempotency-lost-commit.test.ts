@@ -6,7 +6,7 @@ import { createServiceKey, TestServiceKey } from './support/operations';
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §12 revision 4: a request whose connection to PostgreSQL is lost while its commit is
+ * docs/design.md §12.1: a request whose connection to PostgreSQL is lost while its commit is
  * answered cannot know whether it committed. It answers 503 and keeps its Idempotency-Key:
  * until the lease lapses a retry gets 409 "in progress" with Retry-After; then it replays the
  * committed answer (or answers with the committed post), never a second post or delivery.

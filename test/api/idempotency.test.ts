@@ -5,7 +5,7 @@ import { createUser, TestUser } from '../support/factories';
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { countPosts } from './support/rows';
 
-/** docs/design.md §12 "Idempotency" on both layouts' create. */
+/** docs/design.md §12.1 on both layouts' create. */
 describe('Idempotency-Key', () => {
   let harness: ApiHarness;
   let a: ApiClient;

@@ -1,6 +1,6 @@
 import { ApiHarness, createApiHarness } from './support/api-harness';
 
-// Every route of the operations API (docs/design.md §6, §11), as OpenAPI names them.
+// Every route of the operations API (docs/design.md §6.2, §11.1), as OpenAPI names them.
 const OPERATIONS: Array<[string, string, number]> = [
   ['post', '/api/v1/endpoints', 201],
   ['get', '/api/v1/endpoints', 200],

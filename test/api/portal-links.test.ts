@@ -11,7 +11,7 @@ const REFUSED_LINK = 'This portal link is invalid, expired, revoked or already u
 const shape = { a: (status: number, message: string) => ({ status, message }), b: (_status: number, message: string) => ({ message }) };
 
 /**
- * Portal links (docs/design.md §11, revision 4) over HTTP in both layouts: minting with `portal:write`,
+ * Portal links (docs/design.md §11.6) over HTTP in both layouts: minting with `portal:write`,
  * the one-time exchange for a `ps_` session, what a session may and may not do, revocation and
  * the list.
  */

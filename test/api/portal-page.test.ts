@@ -4,7 +4,7 @@ import { dashboardDirectory } from '../../services/api/src/plugins/dashboard';
 import { ApiHarness, createApiHarness } from './support/api-harness';
 
 /**
- * docs/design.md §11 (portal links): `/portal` is the dashboard's page in portal mode, and the only page
+ * docs/design.md §11.6: `/portal` is the dashboard's page in portal mode, and the only page
  * other origins may frame (PORTAL_FRAME_ANCESTORS); `/dashboard`, where keys are typed, never is.
  */
 describe('the portal page', () => {

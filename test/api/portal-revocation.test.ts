@@ -6,7 +6,7 @@ import { freePort, runScript, ServiceProcess, startService } from '../support/pr
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 /**
- * docs/design.md §11 (portal links) with §4 "Revocation": two api processes (as compose runs them,
+ * docs/design.md §11.6 with §4 "Revocation": two api processes (as compose runs them,
  * from dist/) cache a portal session; deleting its link through one, deleting its user, or
  * replacing or revoking the user's token with the users CLI stops it in both within 1 s.
  */

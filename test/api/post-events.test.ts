@@ -14,7 +14,7 @@ interface Recorded {
   existsOutside: boolean;
 }
 
-describe('post events (docs/design.md §6)', () => {
+describe('post events (docs/design.md §6.1)', () => {
   let harness: ApiHarness;
   let alice: TestUser;
   const recorded: Recorded[] = [];

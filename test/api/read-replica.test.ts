@@ -6,7 +6,7 @@ import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
 import { createServiceKey, TestServiceKey } from './support/operations';
 
 /**
- * docs/design.md §13, read replicas: the operations API's lists and stats read a real streaming
+ * docs/design.md §13.3: the operations API's lists and stats read a real streaming
  * replica (pg_basebackup -R, asynchronous), unless it is away, lagging or failing, or the
  * principal just wrote. A replica whose replay is paused shows what the primary had when it
  * paused: a list that misses a row the primary has was read on the replica.
@@ -73,7 +73,7 @@ async function addEventType(api: ApiClient, name: string): Promise<void> {
 /** Waits out the write's read-your-writes window (REPLICA_MAX_LAG_S of `patient`'s peer, 1 s) and the lag cache. */
 const afterWindows = () => sleep(2_200);
 
-describe('read replicas (docs/design.md §13)', () => {
+describe('read replicas (docs/design.md §13.3)', () => {
   it('when the replica is behind within REPLICA_MAX_LAG_S, then another principal’s lists and stats read it, and the writer’s own read the primary', async () => {
     await cluster.pauseReplay();
     await addEventType(patient, 'invoice.paid');
@@ -169,7 +169,7 @@ describe('read replicas (docs/design.md §13)', () => {
   });
 });
 
-describe('the endpoint list on a replica (docs/design.md §13)', () => {
+describe('the endpoint list on a replica (docs/design.md §13.3)', () => {
   it('when a user creates an endpoint, then their own list and its stats show it at once on any api process, while an operator’s list reads the replica without it until it catches up', async () => {
     const user = await createUser(primary);
     await cluster.caughtUp();

@@ -61,7 +61,7 @@ function sendRaw(client: ApiClient, method: string, target: string, headers: Rec
 }
 
 /**
- * Which rules a request gets is decided by the route the router matched (docs/design.md §4, §11):
+ * Which rules a request gets is decided by the route the router matched (docs/design.md §4, §11.1):
  * a posts route spelled with percent-encoding or as an absolute-form target is still a posts
  * route, refusing service keys and portal sessions with the layout's 401.
  */

@@ -25,7 +25,7 @@ interface Attempt {
   ms: number;
 }
 
-describe('stats series for charts (docs/design.md §14)', () => {
+describe('stats series for charts (docs/design.md §14.1)', () => {
   let harness: ApiHarness;
   let a: ApiClient;
   let b: ApiClient;

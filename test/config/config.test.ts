@@ -38,7 +38,7 @@ describe('configuration (docs/design.md §2)', () => {
   });
 
   it('when HOST is not set, then the services listen on 127.0.0.1 outside production and on every interface in production', () => {
-    // Outside production the public development credentials are seeded and the SSRF guard is off (docs/design.md §2, revision 4).
+    // Outside production the public development credentials are seeded and the SSRF guard is off (docs/design.md §2).
     expect(loadConfig({}, 'api').host).toBe('127.0.0.1');
     expect(loadConfig({ NODE_ENV: 'development' }, 'receiver').host).toBe('127.0.0.1');
     expect(loadConfig({ NODE_ENV: 'test' }, 'worker').host).toBe('127.0.0.1');
@@ -118,7 +118,7 @@ describe('configuration (docs/design.md §2)', () => {
     expect(loadConfig({ API_LAYOUT: '', PORT: '' }, 'api')).toMatchObject({ apiLayout: 'a', port: 3000 });
   });
 
-  describe('REDIS_PREFIX on a Redis Cluster (docs/design.md §13)', () => {
+  describe('REDIS_PREFIX on a Redis Cluster (docs/design.md §13.1)', () => {
     const cluster = { REDIS_CLUSTER_NODES: '127.0.0.1:7000,127.0.0.1:7001' };
 
     it('when the queue has one partition, then the prefix must be a hash tag', () => {

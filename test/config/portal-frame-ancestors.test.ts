@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../../shared/config';
 
-/** PORTAL_FRAME_ANCESTORS (docs/design.md §2, §11): the origins that may embed /portal, and nothing that could widen the policy. */
+/** PORTAL_FRAME_ANCESTORS (docs/design.md §2, §11.6): the origins that may embed /portal, and nothing that could widen the policy. */
 describe('PORTAL_FRAME_ANCESTORS', () => {
   it('when it is not set, then no other origin may embed the portal', () => {
     expect(loadConfig({}).portalFrameAncestors).toEqual([]);

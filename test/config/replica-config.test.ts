@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../../shared/config';
 
-describe('read replica configuration (docs/design.md §2, §13)', () => {
+describe('read replica configuration (docs/design.md §2, §13.3)', () => {
   it('when nothing is set, then there is no replica and REPLICA_MAX_LAG_S is 5', () => {
     expect(loadConfig({})).toMatchObject({ databaseReplicaUrl: undefined, replicaMaxLagS: 5 });
   });

@@ -42,7 +42,7 @@ async function pixelsOf(page: Page, chart: string, colour: string): Promise<numb
 }
 
 /**
- * The dashboard in a real browser (docs/design.md §11, issue 11 item 7): the api and a worker as the
+ * The dashboard in a real browser (docs/design.md §11.5): the api and a worker as the
  * built processes, a real receiving peer on 127.0.0.1, and Chromium driven by playwright-core.
  * With DASHBOARD_SCREENSHOT=<file.png> it also saves the page after the redelivery.
  */
@@ -178,7 +178,7 @@ describe('the dashboard in Chromium', () => {
     expect(sentToSink.map((request) => request.headers['webhook-id'])).toEqual([deliveryId, deliveryId]);
     await page.locator(`tr[data-delivery-id="${deliveryId}"]`).getByText('2', { exact: true }).waitFor();
 
-    // The flaky peer's failure episode (docs/design.md §6 rev 4): since its first failed attempt, every
+    // The flaky peer's failure episode (docs/design.md §6.6): since its first failed attempt, every
     // attempt of its delivery failed; the sink has none open.
     const [{ failing_since: failingSince }] = (await db.query('SELECT failing_since FROM webhook_endpoints WHERE id = $1', [flakyEndpointId])).rows;
     const episode = page.locator(`tr[data-endpoint-id="${flakyEndpointId}"] .episode`);

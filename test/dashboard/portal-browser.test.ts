@@ -19,7 +19,7 @@ const REFUSED = 'This portal link is invalid, expired, revoked or already used.'
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /**
- * Portal links in a real browser (docs/design.md §11, issue 28): a link opens its user's view of the
+ * Portal links in a real browser (docs/design.md §11.6): a link opens its user's view of the
  * dashboard once; a second use, an expired or a revoked link is refused; the page works inside
  * an iframe of an origin PORTAL_FRAME_ANCESTORS allows, and the browser refuses to show it
  * inside any other. The api runs as the built process; Chromium is driven by playwright-core.

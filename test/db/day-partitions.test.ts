@@ -15,7 +15,7 @@ import { relationNodes } from '../support/plans';
 const DAY_MIGRATION = '20261126000100-day-partitions.js';
 const DAY_MS = 86_400_000;
 
-/** docs/design.md §3 (revision 3): the three tables partitioned by UTC day. */
+/** docs/design.md §3.4: the three tables partitioned by UTC day. */
 describe('day partitions', () => {
   let env: TestEnvironment;
   let db: Database;
@@ -139,7 +139,7 @@ describe('day partitions', () => {
         values: [claimStatement([]).name],
       });
     });
-    // A custom plan per claim cost more than the claim itself (docs/design.md §3's partitions by day).
+    // A custom plan per claim cost more than the claim itself (docs/design.md §3.4's partitions by day).
     expect(plans).toEqual([{ generic_plans: '8', custom_plans: '0' }]);
   });
 

@@ -5,7 +5,7 @@ import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
 const MIGRATION = '20261128000200-endpoint-auth-and-client-certificate.js';
 
-/** docs/design.md §14 revision 4 (`auth`, `client_certificate`): the columns' own rules, and a reversible migration. */
+/** docs/design.md §14.4 (`auth`, `client_certificate`): the columns' own rules, and a reversible migration. */
 describe('the endpoint auth and client certificate migration', () => {
   let env: TestEnvironment;
   let db: Database;

@@ -5,7 +5,7 @@ import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 const MIGRATION = '20261128000100-endpoint-episodes.js';
 
-/** docs/design.md §6 rev 4: the failure episode's columns of webhook_endpoints, and the way back. */
+/** docs/design.md §6.6: the failure episode's columns of webhook_endpoints, and the way back. */
 describe('the endpoint episodes migration', () => {
   let env: TestEnvironment;
   let db: Database;

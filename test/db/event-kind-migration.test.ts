@@ -5,7 +5,7 @@ import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 const MIGRATION = '20261127000310-event-kind-operational.js';
 
-/** docs/design.md §6 rev 4: events of kind `operational`, and the way back to `notice`. */
+/** docs/design.md §6.6: events of kind `operational`, and the way back to `notice`. */
 describe('the operational event kind migration', () => {
   let env: TestEnvironment;
   let db: Database;

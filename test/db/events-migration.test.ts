@@ -5,7 +5,7 @@ import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 const EVENTS_MIGRATION = '20261125000100-webhook-events.js';
 
-/** docs/design.md §3: the move to events stored once keeps every row, and is reversible. */
+/** docs/design.md §3.2: the move to events stored once keeps every row, and is reversible. */
 describe('the webhook_events migration', () => {
   let env: TestEnvironment;
   let db: Database;

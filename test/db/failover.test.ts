@@ -24,7 +24,7 @@ async function sessionsOn(url: string): Promise<number[]> {
 const backendPid = async (db: Database): Promise<number> =>
   ((await db.sequelize.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', { type: QueryTypes.SELECT, plain: true })) as { pid: number }).pid;
 
-describe('PostgreSQL failover: the pool follows the address to the new primary (docs/design.md §13)', () => {
+describe('PostgreSQL failover: the pool follows the address to the new primary (docs/design.md §13.3)', () => {
   let cluster: PrimaryWithStandby;
   let db: Database;
 

@@ -5,7 +5,7 @@ import { TestEnvironment, createTestEnvironment } from '../support/environment';
 
 const MIGRATION = '20261127000300-filter-match-bounded.js';
 
-/** docs/design.md §14 rev 4: the filter's matching function that never raises, and its way back. */
+/** docs/design.md §14.3: the filter's matching function that never raises, and its way back. */
 describe('the bounded filter-matching migration', () => {
   let env: TestEnvironment;
   let db: Database;

@@ -11,7 +11,7 @@ function connectError(message: string, code: string): ConnectionError {
   return new ConnectionError(Object.assign(new Error(message), { code }));
 }
 
-/** docs/design.md §12 revision 4: only a failure known to have committed nothing frees an Idempotency-Key. */
+/** docs/design.md §12.1: only a failure known to have committed nothing frees an Idempotency-Key. */
 describe('whether a failed write may have committed', () => {
   it.each([
     ['the connection ended mid-statement', statementError('Connection terminated unexpectedly')],
@@ -37,7 +37,7 @@ describe('whether a failed write may have committed', () => {
   });
 });
 
-/** docs/design.md §13: a record that lost to another transaction committed nothing and runs again. */
+/** docs/design.md §13.3: a record that lost to another transaction committed nothing and runs again. */
 describe('whether a failed transaction lost a conflict with another', () => {
   it.each([
     ['a deadlock', statementError('deadlock detected', '40P01')],

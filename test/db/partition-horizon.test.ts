@@ -11,7 +11,7 @@ import { createServiceKey } from '../api/support/operations';
 import { waitFor } from '../support/wait-for';
 
 const DAY_MS = 86_400_000;
-/** MAINTENANCE_INTERVAL_MS of the processes here; docs/design.md §3 promises at most a minute by default. */
+/** MAINTENANCE_INTERVAL_MS of the processes here; docs/design.md §3.5 promises at most a minute by default. */
 const INTERVAL_MS = 1_000;
 /** What the promise allows on top of one interval: the check's own queries. */
 const SLACK_MS = 2_000;
@@ -34,7 +34,7 @@ const REAL_TIMERS = [
   'clearTimeout',
 ] as const;
 
-/** docs/design.md §3, revision 4: the day partitions ahead do not depend on a start or on Redis. */
+/** docs/design.md §3.5: the day partitions ahead do not depend on a start or on Redis. */
 describe('the partition horizon', () => {
   let harness: ApiHarness;
   // Room for a blocking transaction, the statement it blocks and the test's own looks at once.

@@ -7,7 +7,7 @@ import { createUser } from '../support/factories';
 const PORTAL_MIGRATION = '20261127000400-create-portal-links.js';
 const HASH = (digit: string) => digit.repeat(64);
 
-/** docs/design.md §11 (portal links): the tables' own rules, and a reversible migration. */
+/** docs/design.md §11.6: the tables' own rules, and a reversible migration. */
 describe('the portal_links migration', () => {
   let env: TestEnvironment;
   let db: Database;

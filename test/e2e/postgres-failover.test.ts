@@ -7,7 +7,7 @@ import { startRecordingServer, type RecordingServer } from '../support/recording
 import { testServices } from '../support/services';
 
 /**
- * docs/design.md §13, PostgreSQL failover: both api layouts and a worker run as processes and reach
+ * docs/design.md §13.3: both api layouts and a worker run as processes and reach
  * PostgreSQL through one address (a TCP proxy standing in for a DNS name or a VIP). The
  * address first reaches the standby while it is still read-only, then the primary stops, the
  * standby is promoted and the address moves to it.
@@ -15,16 +15,16 @@ import { testServices } from '../support/services';
 const TOKEN = 'failover-writer-token';
 const USER_ID = 1;
 const SECRET = 'whsec_' + Buffer.from('failover-sink-secret-0123456789abcdef').toString('base64');
-/** docs/design.md §15: the address reaches the read-only standby this long before the promotion. */
+/** docs/design.md §15.1: the address reaches the read-only standby this long before the promotion. */
 const READ_ONLY_WINDOW_MS = 5_000;
-/** docs/design.md §15: deliveries resume within 10 s of the later of the promotion and the move. */
+/** docs/design.md §15.1: deliveries resume within 10 s of the later of the promotion and the move. */
 const RESUME_PROMISE_MS = 10_000;
 
 type Layout = 'a' | 'b';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('PostgreSQL failover under the services (docs/design.md §13)', () => {
+describe('PostgreSQL failover under the services (docs/design.md §13.3)', () => {
   let cluster: PrimaryWithStandby;
   let sink: RecordingServer;
   let redisPrefix: string;

@@ -8,7 +8,7 @@ import { RedisClusterProcess, startRedisCluster } from '../support/redis-cluster
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §13, revision 3: the measured promise of the partitioned queue. On a three-master
+ * docs/design.md §13.1: the measured promise of the partitioned queue. On a three-master
  * cluster this file starts itself, with 12 partitions and deliveries to 60 endpoints, every
  * master serves at least a tenth of the commands and none more than two thirds, and every
  * delivery arrives signed.

@@ -9,7 +9,7 @@ import { RedisClusterProcess, startRedisCluster } from '../support/redis-cluster
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §13: the dispatch path against a three-master Redis Cluster this file starts itself.
+ * docs/design.md §13.1: the dispatch path against a three-master Redis Cluster this file starts itself.
  * REDIS_URL points at a closed port, so any Redis client that ignored REDIS_CLUSTER_NODES
  * would leave the api or the worker unready, or the post event undelivered.
  */

@@ -9,7 +9,7 @@ const run = promisify(execFile);
 const cli = (port: number, ...args: string[]) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]).then(({ stdout }) => stdout.trim());
 
 /**
- * docs/design.md §13 (revision 4): a Sentinel connection follows every failover by itself. The
+ * docs/design.md §13.2: a Sentinel connection follows every failover by itself. The
  * case here is the one a load run meets a few times in ten: the primary dies, the connection is
  * in its reconnect loop asking a Sentinel where the primary is, and the Sentinels' `+switch-master`
  * arrives during that question. The Sentinels are reached through proxies that hold the

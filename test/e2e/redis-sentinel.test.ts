@@ -9,7 +9,7 @@ import { RedisSentinelSet, SENTINEL_PRIMARY_NAME, startRedisSentinels } from '..
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §13 (revision 4): with REDIS_SENTINELS every Redis client reaches the primary the
+ * docs/design.md §13.2: with REDIS_SENTINELS every Redis client reaches the primary the
  * Sentinels name and follows its failovers. REDIS_URL points at a closed port, so a client
  * that ignored the Sentinels would leave a process unready or an event undelivered.
  */

@@ -13,7 +13,7 @@ interface ExportedTraces {
 }
 
 /**
- * docs/design.md §12 as deployed: the api and worker processes, started with
+ * docs/design.md §12.2 as deployed: the api and worker processes, started with
  * OTEL_EXPORTER_OTLP_ENDPOINT, export their spans over OTLP/HTTP to `<endpoint>/v1/traces`,
  * and the two processes' spans of one post event share one trace.
  */

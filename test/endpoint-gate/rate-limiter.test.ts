@@ -4,7 +4,7 @@ import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** docs/design.md §14's `rate_limit_per_s` as attempts leave: the start bound every worker shares through Redis. */
+/** docs/design.md §14.1's `rate_limit_per_s` as attempts leave: the start bound every worker shares through Redis. */
 describe('endpoint rate limit: starting an attempt', () => {
   let env: TestEnvironment;
   let redis: Redis;

@@ -7,7 +7,7 @@ import { SETTLE_MS, sleep, startLoadHarness, type LoadHarness } from './support/
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §15 (revision 4): failovers under the same load as test/faults/faults-under-load.faults.ts.
+ * docs/design.md §15.1: failovers under the same load as test/faults/faults-under-load.faults.ts.
  * Redis: a primary with one replica and three Sentinels (down-after-milliseconds 1000), a
  * forced `SENTINEL FAILOVER`, then the new primary killed outright. PostgreSQL: a primary
  * replicating synchronously to one standby, reached through one address (a TCP proxy standing
@@ -17,10 +17,10 @@ import { waitFor } from '../support/wait-for';
 
 /** The job lock of this row's workers: a job whose lock the failover lost is taken over after it. */
 const LOCK_DURATION_MS = 10_000;
-/** docs/design.md §13: every acknowledged event arrives within 10 s of the promotion + WORKER_LOCK_DURATION_MS. */
+/** docs/design.md §13.2: every acknowledged event arrives within 10 s of the promotion + WORKER_LOCK_DURATION_MS. */
 const SENTINEL_RECOVERY_PROMISE_S = 10 + LOCK_DURATION_MS / 1000;
 
-describe('failovers under load (docs/design.md §15, revision 4)', () => {
+describe('failovers under load (docs/design.md §15.1)', () => {
   let postgres: OwnPostgres;
   let sentinels: RedisSentinelSet;
   let harness: LoadHarness;
@@ -73,12 +73,12 @@ describe('failovers under load (docs/design.md §15, revision 4)', () => {
   });
 });
 
-/** docs/design.md §15: the address reaches the read-only standby this long before the promotion. */
+/** docs/design.md §15.1: the address reaches the read-only standby this long before the promotion. */
 const READ_ONLY_WINDOW_MS = 5_000;
-/** docs/design.md §15: delivery resumes within 10 s of the later of the promotion and the move. */
+/** docs/design.md §15.1: delivery resumes within 10 s of the later of the promotion and the move. */
 const PROMOTION_RECOVERY_PROMISE_S = 10;
 
-describe('a PostgreSQL failover under load (docs/design.md §15, revision 4)', () => {
+describe('a PostgreSQL failover under load (docs/design.md §15.1)', () => {
   let cluster: PrimaryWithStandby;
   let redisPort: number;
   let redis: ChildProcess;

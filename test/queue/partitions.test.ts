@@ -12,7 +12,7 @@ import { gateKeys } from '../../shared/endpoint-gate';
 import { createRedis, RedisClient } from '../../shared/redis';
 import { createTestEnvironment, TestEnvironment } from '../support/environment';
 
-describe('queue partitions (docs/design.md §13)', () => {
+describe('queue partitions (docs/design.md §13.1)', () => {
   it('when a gate key is hashed, then its partition is the same in every process and release', () => {
     // Fixed values: a change of the hash would move every endpoint's jobs and keys.
     expect(partitionOf('e:1', 12)).toBe(10);

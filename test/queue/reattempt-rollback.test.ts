@@ -12,7 +12,7 @@ import { Producer, createProducer, silentLogger, startWorker } from '../worker/s
 import { waitFor } from '../support/wait-for';
 
 /**
- * Redeliver and recover (docs/design.md §11) when Redis refuses the jobs after the rows were made
+ * Redeliver and recover (docs/design.md §11.1) when Redis refuses the jobs after the rows were made
  * pending: the api behind `refusing` reaches Redis as a user that may not run scripts, which
  * every BullMQ write is, so its connection is ready and each job add fails.
  */

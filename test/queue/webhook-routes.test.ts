@@ -31,7 +31,7 @@ const DELIVERY_KEYS = [
   'url',
 ];
 
-/** The webhook routes of docs/design.md §6 and §11 over HTTP, against a real worker and receiver. */
+/** The webhook routes of docs/design.md §6.2 and §11.1 over HTTP, against a real worker and receiver. */
 describe('webhook routes', () => {
   let env: TestEnvironment;
   let producer: Producer;
@@ -93,7 +93,7 @@ describe('webhook routes', () => {
       return (got.status === 'succeeded' || got.status === 'failed') && got;
     });
 
-  it('When a service posts a webhook, then it gets 202 with the id, and GET shows the delivery and its attempts in the §11 shape', async () => {
+  it('When a service posts a webhook, then it gets 202 with the id, and GET shows the delivery and its attempts in the §11.1 shape', async () => {
     const response = await post('/api/v1/webhooks', {
       url: `${receiver.url}/hook`,
       event: 'invoice.paid',

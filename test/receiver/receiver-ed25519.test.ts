@@ -12,7 +12,7 @@ const SENDER = nacl.sign.keyPair.fromSeed(Buffer.alloc(32, 7));
 const PUBLIC_KEY = `whpk_${Buffer.from(SENDER.publicKey).toString('base64')}`;
 const HMAC_SECRET = 'whsec_bmV3LXJlY2VpdmVyLXNlY3JldC0wMTIzNDU2Nzg5';
 
-/** docs/design.md §14: RECEIVER_SECRET may list `whpk_` keys, which verify Standard Webhooks `v1a` deliveries. */
+/** docs/design.md §14.1: RECEIVER_SECRET may list `whpk_` keys, which verify Standard Webhooks `v1a` deliveries. */
 describe('receiver: ed25519 public keys in RECEIVER_SECRET', () => {
   let env: TestEnvironment;
   let app: FastifyInstance;

@@ -15,7 +15,7 @@ const SECRET = 'whsec_cmVjZWl2ZXItcmV2b2NhdGlvbi10ZXN0LXNlY3JldA==';
  * docs/design.md §4 "Revocation" through the receiver: two api processes (from dist/) cache verified
  * users; a user.deleted or a token replaced by a user webhook stops the old token in both
  * within 1 s of the receiver's answer, and a replaced or removed token the user's portal
- * sessions too (docs/design.md §11).
+ * sessions too (docs/design.md §11.6).
  */
 describe('receiver: user webhooks revoke credentials in every api process', () => {
   let env: TestEnvironment;

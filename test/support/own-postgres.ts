@@ -136,7 +136,7 @@ export async function startOwnPostgres(port: number): Promise<OwnPostgres> {
   return cluster;
 }
 
-/** A primary, its streaming standby, and the one address the services use (docs/design.md §13). */
+/** A primary, its streaming standby, and the one address the services use (docs/design.md §13.3). */
 export interface PrimaryWithStandby {
   primary: OwnPostgres;
   /** A hot standby (read-only queries) made with `pg_basebackup -R`, streaming from the primary. */

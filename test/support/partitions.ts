@@ -1,7 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { uuidV7Bytes } from '../../shared/webhook/ids';
 
-/** A time-ordered `msg_`/`evt_` id made at `at` (docs/design.md §3): a row with it has `created_at` = `at`, to the millisecond. */
+/** A time-ordered `msg_`/`evt_` id made at `at` (docs/design.md §3.3): a row with it has `created_at` = `at`, to the millisecond. */
 export function idAt(prefix: 'msg_' | 'evt_', at: Date): string {
   return `${prefix}${uuidV7Bytes(at.getTime()).toString('base64url')}`;
 }

@@ -14,7 +14,7 @@ export const SENTINEL_PRIMARY_NAME = 'pwprimary';
 
 /**
  * A Redis primary with replicas and three Sentinels of its own for one test file, no
- * persistence, in a temp dir: what a Sentinel deployment runs (docs/design.md §13, revision 4).
+ * persistence, in a temp dir: what a Sentinel deployment runs (docs/design.md §13.2).
  */
 export interface RedisSentinelSet {
   /** The Sentinels as REDIS_SENTINELS spells them: `127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`. */
@@ -39,7 +39,7 @@ export interface RedisSentinelSet {
 
 /**
  * Starts one primary and `replicas` replicas on free ports, then three Sentinels with
- * `down-after-milliseconds` 1000 and `failover-timeout` 3000 (docs/design.md §15's setting), and
+ * `down-after-milliseconds` 1000 and `failover-timeout` 3000 (docs/design.md §15.1's setting), and
  * resolves once every Sentinel sees the primary and every replica is in sync.
  *
  * @throws Error with the servers' output when a server does not come up in 15 s

@@ -19,7 +19,7 @@ const TS = 1_764_000_000;
 const BODY = '{"_data":{"pid":1,"title":"héllo"},"_config":{"app.webhook.event":"post.created","app.webhook.signable":1}}';
 const headersOf = (signature: string) => ({ 'webhook-id': ID, 'webhook-timestamp': String(TS), 'webhook-signature': signature });
 
-/** Standard Webhooks `v1a` (docs/design.md §14): whsk_/whpk_ keys, signing and verifying. */
+/** Standard Webhooks `v1a` (docs/design.md §14.1): whsk_/whpk_ keys, signing and verifying. */
 describe('ed25519 signatures (v1a)', () => {
   it('when a key is given as a 32-byte seed or as 64 bytes, then both read as the same pair, the RFC 8032 public key, emitted in the 64-byte form', () => {
     const short = parseEd25519SecretKey(`whsk_${RFC8032_SEED.toString('base64')}`);

@@ -1,6 +1,6 @@
 import { maskedQueryNames, maskedUrl, shownUrl, unmaskUrl } from '../../shared/http/url-display';
 
-/** How URLs are shown (docs/design.md §11): without userinfo and query in reasons and logs, masked in objects. */
+/** How URLs are shown (docs/design.md §11.3): without userinfo and query in reasons and logs, masked in objects. */
 describe('URL display', () => {
   it.each([
     ['https://hooks.example.com/in?api_key=SECRET#frag', 'https://hooks.example.com/in'],

@@ -72,7 +72,7 @@ describe('npm run webhook -- send', () => {
   });
 });
 
-describe('npm run webhook -- send, with WEBHOOK_PROXY_URL (docs/design.md §14)', () => {
+describe('npm run webhook -- send, with WEBHOOK_PROXY_URL (docs/design.md §14.2)', () => {
   let proxy: ForwardProxy;
 
   beforeEach(async () => {

@@ -14,7 +14,7 @@ const BODY = '{"_data":{"user":{"id":42,"role":"admin"}},"_config":{"app.webhook
 const { publicKey } = generateEd25519KeyPair();
 
 /**
- * A `whpk_` key is public (docs/design.md §14: endpoints publish it for their receivers). Used as an
+ * A `whpk_` key is public (docs/design.md §14.1: endpoints publish it for their receivers). Used as an
  * HMAC key it would let anyone forge X-Signature or `v1`, so every entry of the library that
  * takes a secret refuses it with LogicError (docs/design.md §8), as the receiver does.
  */

@@ -7,7 +7,7 @@ import { waitFor } from '../support/wait-for';
 import { Producer, addEndpoint, createProducer, deliveryRows, recordEvent, resetAndClose, startWorker } from './support/harness';
 
 /**
- * docs/design.md §6: attempts follow their endpoint. Each attempt goes to the endpoint's URL and
+ * docs/design.md §6.3: attempts follow their endpoint. Each attempt goes to the endpoint's URL and
  * headers as they are when it starts and records its `url`; an answer counts for the endpoint
  * only at the origin it came from. Two real peers, A and B, on 127.0.0.1.
  */

@@ -11,7 +11,7 @@ function naclVerifies(request: RecordedRequest, entry: string, publicKey: string
   return nacl.sign.detached.verify(message, Buffer.from(entry.slice(4), 'base64'), Buffer.from(publicKey.slice(5), 'base64'));
 }
 
-/** docs/design.md §14 `signature_scheme: "ed25519"`: deliveries signed `v1a`, rotation with overlap. */
+/** docs/design.md §14.1 `signature_scheme: "ed25519"`: deliveries signed `v1a`, rotation with overlap. */
 describe('webhook worker: ed25519 endpoints', () => {
   let env: TestEnvironment;
   let producer: Producer;

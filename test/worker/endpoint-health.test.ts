@@ -79,7 +79,7 @@ describe('webhook worker: endpoint health, disabled and deleted endpoints', () =
       'webhook-signature': String(notice.headers['webhook-signature']),
     }) as { _data: Record<string, unknown>; _config: Record<string, unknown> };
     expect(body._config).toEqual({ 'app.webhook.event': 'endpoint.disabled', 'app.webhook.signable': 1 });
-    // The data of every endpoint event (docs/design.md §6 rev 4), and the disable's own time.
+    // The data of every endpoint event (docs/design.md §6.6), and the disable's own time.
     expect(body._data).toEqual({
       endpoint_id: failing.id,
       url: `${receiver.url}/failing`,

@@ -87,9 +87,9 @@ describe.each([['off'], ['on']])('fault: PostgreSQL unreachable from the worker,
   });
 });
 
-// docs/design.md §13: an attempt the endpoint answered is recorded once PostgreSQL is back,
+// docs/design.md §13.3: an attempt the endpoint answered is recorded once PostgreSQL is back,
 // not sent again; only a worker that dies meanwhile leaves it to be sent again. A FIFO line
-// with a rate limit (§6, §14) waits on its head's record, then goes on in order.
+// with a rate limit (§6.5, §14.1) waits on its head's record, then goes on in order.
 describe.each([
   ['an unordered endpoint', {}],
   ['a FIFO endpoint with a rate limit of 5 a second', { ordering: 'fifo' as const, rateLimitPerS: 5 }],

@@ -11,10 +11,10 @@ import { exited, freePort, startRedisServer } from './support/processes';
 import { waitFor } from '../support/wait-for';
 
 const DAY_MS = 86_400_000;
-/** docs/design.md §15: with Redis restarted empty, the horizon and the daily schedules are back within a minute. */
+/** docs/design.md §15.1: with Redis restarted empty, the horizon and the daily schedules are back within a minute. */
 const PROMISE_MS = 60_000;
 
-/** docs/design.md §3 and §15 (revision 4): what lives in Redis comes back without a restart. */
+/** docs/design.md §3.5 and §15.1: what lives in Redis comes back without a restart. */
 describe('fault: Redis loses the daily schedules', () => {
   let env: TestEnvironment;
   let db: Database;

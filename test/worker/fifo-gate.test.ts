@@ -6,7 +6,7 @@ import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, rec
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §6, "FIFO with a rate limit or a cap" (revision 4): only the head of a FIFO
+ * docs/design.md §6.5: only the head of a FIFO
  * endpoint's line asks the endpoint's gate; the deliveries waiting behind it take no rate
  * slot, no lease and no probe. Each test holds the head's attempt in flight (the endpoint
  * answers after 2 s) while the deliveries behind it run once and wait, then reads the gate.

@@ -23,7 +23,7 @@ function busiestSecond(times: number[]): number {
 }
 
 /**
- * docs/design.md §6's measured promise for "FIFO with a rate limit or a cap" (revision 4): a FIFO
+ * docs/design.md §6.5's measured promise for "FIFO with a rate limit or a cap": a FIFO
  * endpoint with `rate_limit_per_s` 10 that answers 200 within 10 ms, two workers, 600 events
  * committed within 2 s: counted from the first commit, all 600 arrive within 84 s (60 s at the
  * limit, +15%, +15 s), the first 2xx of each in sequence order, and no 1 s window sees more

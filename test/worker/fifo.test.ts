@@ -17,7 +17,7 @@ function seededRandom(seed: number): () => number {
   };
 }
 
-describe('FIFO endpoints (docs/design.md §6, Ordering)', () => {
+describe('FIFO endpoints (docs/design.md §6.5)', () => {
   let env: TestEnvironment;
   let producer: Producer;
   let receiver: RecordingServer;

@@ -28,7 +28,7 @@ async function startSilentServer(): Promise<{ url: string; connections: () => nu
   };
 }
 
-describe('webhook worker: isolation between endpoints (docs/design.md §6)', () => {
+describe('webhook worker: isolation between endpoints (docs/design.md §6.4)', () => {
   let env: TestEnvironment;
   let producer: Producer;
   let healthy: RecordingServer;

@@ -13,7 +13,7 @@ const DAY_MS = 86_400_000;
 const BODY = '{"_data":{"legacy":"é"},"_config":{"app.webhook.event":"post.created","app.webhook.signable":1}}';
 
 /**
- * An id made before design revision 3 (16 random bytes) of the one in 64 whose version and
+ * A legacy id (16 random bytes) of the one in 64 whose version and
  * variant bits happen to read as a UUIDv7: its "time" lies after the migration, in a day no
  * partition holds.
  */
@@ -27,7 +27,7 @@ function legacyIdLikeV7(prefix: 'msg_' | 'evt_'): string {
   }
 }
 
-/** docs/design.md §3, revision 4: every lookup by id finds a legacy row whose random id reads as a UUIDv7. */
+/** docs/design.md §3.5: every lookup by id finds a legacy row whose random id reads as a UUIDv7. */
 describe('legacy ids that read as UUIDv7', () => {
   let harness: ApiHarness;
   let workerDb: Database;

@@ -10,7 +10,7 @@ import { createProducer, deliveryRows, Producer, recordEvent, resetAndClose, sta
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §14 revision 4, `client_certificate`: the worker presents an endpoint's certificate
+ * docs/design.md §14.4, `client_certificate`: the worker presents an endpoint's certificate
  * for mutual TLS to that endpoint only, against an https receiver of the test's own that
  * requires a certificate from a CA made here.
  */

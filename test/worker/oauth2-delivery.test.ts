@@ -11,7 +11,7 @@ import { waitFor } from '../support/wait-for';
 const CLIENT = { id: 'sender app', secret: 's3cret:with/odd chars' };
 
 /**
- * docs/design.md §14 revision 4, `auth`: OAuth2 client credentials toward an endpoint, against a token
+ * docs/design.md §14.4, `auth`: OAuth2 client credentials toward an endpoint, against a token
  * server and a receiver of the test's own that accepts only the tokens that server issued.
  */
 describe('webhook worker: OAuth2 client credentials toward an endpoint', () => {

@@ -11,7 +11,7 @@ import { silentLogger } from './support/harness';
 const CLIENT = { id: 'worker-client', secret: 'client-secret-value' };
 
 /**
- * docs/design.md §14 revision 4: the worker's OAuth2 token cache holds nothing for endpoints that
+ * docs/design.md §14.4: the worker's OAuth2 token cache holds nothing for endpoints that
  * no longer need it (deleted, disabled, moved, or without `auth` now), against a real token
  * server and receiver on 127.0.0.1.
  */

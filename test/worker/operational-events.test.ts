@@ -14,7 +14,7 @@ import { waitFor } from '../support/wait-for';
 const WATCHER_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const ENDPOINT_EVENTS = ['endpoint.failing', 'endpoint.recovered'];
 
-/** The operational events of docs/design.md §6 rev 4, end to end: a real receiver, the worker, Redis, PostgreSQL. */
+/** The operational events of docs/design.md §6.6, end to end: a real receiver, the worker, Redis, PostgreSQL. */
 describe('webhook worker: operational events (endpoint.failing, endpoint.recovered, delivery.exhausted)', () => {
   let env: TestEnvironment;
   let producer: Producer;

@@ -13,7 +13,7 @@ const DELIVERIES = 3_000;
 const CHUNK = 500;
 
 /**
- * docs/design.md §13: a worker drains every partition within one WORKER_CONCURRENCY. A partition whose
+ * docs/design.md §13.1: a worker drains every partition within one WORKER_CONCURRENCY. A partition whose
  * finished job handed its slot to another partition fetched no next job, which BullMQ reads as
  * a drained queue: its loop then waited for a marker, up to the 5 s drain delay, with its jobs
  * still queued, and deliveries stopped while the others ran dry.

@@ -42,7 +42,7 @@ async function recordPosts(producer: Producer, pids: number[]): Promise<void> {
   });
 }
 
-describe('webhook worker over a partitioned queue (docs/design.md §13)', () => {
+describe('webhook worker over a partitioned queue (docs/design.md §13.1)', () => {
   let env: TestEnvironment;
   let producer: Producer;
   let running: ReturnType<typeof startWorker> | undefined;

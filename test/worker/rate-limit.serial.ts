@@ -24,7 +24,7 @@ function busiestSecond(times: number[]): number {
 }
 
 /**
- * docs/design.md §14's measured promise for `rate_limit_per_s`: limit 50, 2,000 deliveries queued, two
+ * docs/design.md §14.1's measured promise for `rate_limit_per_s`: limit 50, 2,000 deliveries queued, two
  * worker processes: no 1 s window at the endpoint sees more than 55, all arrive within 44 s,
  * and another endpoint's deliveries are not slowed. The endpoints stamp arrivals in a process
  * of their own: this one's event loop, busy adding the jobs, would bunch its stamps.

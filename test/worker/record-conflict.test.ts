@@ -6,7 +6,7 @@ import { Producer, addEndpoint, buildPostData, createProducer, deliveryRows, rec
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §13: an attempt the endpoint answered is recorded, not sent again, also when
+ * docs/design.md §13.3: an attempt the endpoint answered is recorded, not sent again, also when
  * its record loses a deadlock to another transaction (PostgreSQL aborts one side of a cycle,
  * and the manual's advice is to run it again). The test's own transaction makes the cycle:
  * it holds the endpoint's row while the record of a failed attempt, which updates the

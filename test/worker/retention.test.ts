@@ -12,7 +12,7 @@ import { waitFor } from '../support/wait-for';
 
 const DAY_MS = 86_400_000;
 
-describe('retention (docs/design.md §11)', () => {
+describe('retention (docs/design.md §11.7)', () => {
   let env: TestEnvironment;
   let producer: Producer;
 

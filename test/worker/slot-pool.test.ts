@@ -1,6 +1,6 @@
 import { createSlotPool } from '../../services/webhook-worker/src/slot-pool';
 
-describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (docs/design.md §13)', () => {
+describe('slot pool: one WORKER_CONCURRENCY shared by a worker partitions (docs/design.md §13.1)', () => {
   const a = { name: 'partition a' };
   const b = { name: 'partition b' };
 

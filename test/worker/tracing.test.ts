@@ -9,7 +9,7 @@ import { createProducer, Producer, startWorker } from './support/harness';
 import { waitFor } from '../support/wait-for';
 
 /**
- * docs/design.md §12: with tracing on, one trace runs from the api request through the delivery row
+ * docs/design.md §12.2: with tracing on, one trace runs from the api request through the delivery row
  * and the job to each HTTP attempt, tagged with the webhook-id. The api and the worker run
  * in this process, exporting to memory.
  */

@@ -40,7 +40,7 @@ import { portalRoutes } from './routes/portal';
 
 /** Collaborators buildApp would otherwise create from the config; the app closes them when it closes. */
 export interface AppDeps {
-  /** Records post events in the post's transaction; default: the outbox over `queue` (docs/design.md §6). */
+  /** Records post events in the post's transaction; default: the outbox over `queue`. */
   postEvents?: PostOutbox;
   database?: Database;
   redis?: RedisClient;
@@ -62,9 +62,9 @@ const LAYOUTS: Record<Config['apiLayout'], Layout> = { a: layoutA, b: layoutB };
 const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * Builds the api (docs/design.md §1, §4, §5, §6) for `config.apiLayout`; never listens.
+ * Builds the api (docs/design.md §1, §4, §5, §6.1) for `config.apiLayout`; never listens.
  * Routes: /health, /ready, /metrics, /docs, /docs/json, /dashboard, /portal, the layout at /api/v1 with the
- * operations routes (docs/design.md §11), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
+ * operations routes (docs/design.md §11.4), in Layout A /cdn/, and /admin/queues when ADMIN_USER and ADMIN_PASSWORD
  * are set. The outbox relay runs from `ready()` (or `listen()`) until `close()`.
  */
 export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
@@ -114,7 +114,7 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   let keeper: PartitionKeeper | undefined;
   app.addHook('onReady', async () => {
     outbox.startRelay();
-    // docs/design.md §3: every process keeps the day partitions ahead, at start and every
+    // docs/design.md §3.5: every process keeps the day partitions ahead, at start and every
     // MAINTENANCE_INTERVAL_MS. A database that is away does not stop the api: the next check retries.
     keeper = startPartitionKeeper({ sequelize: database.sequelize, logger: app.log, intervalMs: config.maintenanceIntervalMs });
     await keeper.check();

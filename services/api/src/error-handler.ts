@@ -19,15 +19,15 @@ const CLIENT_MESSAGES: Record<string, string> = {
   FST_PARTS_LIMIT: 'Too many form parts.',
 };
 
-/** Seconds a client should wait before retrying while PostgreSQL is unreachable (docs/design.md §6). */
+/** Seconds a client should wait before retrying while PostgreSQL is unreachable (docs/design.md §6.7). */
 export const DATABASE_RETRY_AFTER_S = 5;
 /** An outage fails every request: its first failure is a warning, the rest of it debug lines. */
 const OUTAGE_WARNING_INTERVAL_MS = 10_000;
 
 /**
  * The one error handler, parameterised by the layout's shape. PostgreSQL unreachable, or a
- * standby answering during a failover (anywhere, the auth hooks included; docs/design.md §13): 503 `Service temporarily unavailable.` with
- * `Retry-After: 5` (docs/design.md §6). 4xx errors, and ApiErrors of any status (their messages are
+ * standby answering during a failover (anywhere, the auth hooks included; docs/design.md §13.3): 503 `Service temporarily unavailable.` with
+ * `Retry-After: 5` (docs/design.md §6.7). 4xx errors, and ApiErrors of any status (their messages are
  * client-safe by construction), keep their status and message; anything else is logged
  * with its stack and answered 500 without its message.
  */

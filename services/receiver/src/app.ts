@@ -48,7 +48,7 @@ export async function buildApp(config: Config, deps: ReceiverDeps = {}): Promise
 
   const posts = createPostDeletions({
     sequelize: database.sequelize,
-    // No queue here: the rows wait for the api's outbox relay (docs/design.md §6).
+    // No queue here: the rows wait for the api's outbox relay (docs/design.md §6.1).
     events: relayedPostEvents(database.sequelize),
     cache: createPostCache(redis, { prefix: config.redisPrefix, log: app.log }),
     removeImage: images.remove,

@@ -41,7 +41,7 @@ export function admittedToSend(admitted: Admitted): admitted is AdmittedToSend {
 
 /**
  * A job refused for its endpoint's cap is parked with the gate this long: the attempt that
- * returns a lease wakes it (docs/design.md §6), so this only bounds the wait when that wake-up is
+ * returns a lease wakes it (docs/design.md §6.4), so this only bounds the wait when that wake-up is
  * lost (its worker killed between release and wake).
  */
 export const GATE_PARK_MS = 30_000;
@@ -78,7 +78,7 @@ export interface Admission {
   afterClaim(job: DeliveryJob, scope: JobScope, delivery: ClaimedDelivery, held: Lease | undefined): Promise<Admitted>;
   /**
    * Waits, within the endpoint's rate limit, until one more request of this attempt may leave
-   * (a 401 sent again with a fresh token, docs/design.md §14), and records it as a start of its own.
+   * (a 401 sent again with a fresh token, docs/design.md §14.4), and records it as a start of its own.
    */
   startAgain(scope: JobScope, delivery: ClaimedDelivery, lease: Lease): Promise<void>;
   /**
@@ -90,9 +90,9 @@ export interface Admission {
 }
 
 /**
- * Admission to an attempt, isolated per endpoint (docs/design.md §6): a lease from the endpoint's
+ * Admission to an attempt, isolated per endpoint (docs/design.md §6.4): a lease from the endpoint's
  * (ad-hoc: origin's) gate, one Redis script for the concurrency cap, the circuit breaker and
- * the rate limit's slot (docs/design.md §14). A refused job goes back to the delayed set without an
+ * the rate limit's slot (docs/design.md §14.1). A refused job goes back to the delayed set without an
  * attempt (admission decides, the applier moves the job, decisions.ts): until the circuit
  * reopens, parked with the gate (the release that frees a lease wakes it), or until its
  * reserved rate slot. The first refusal after a claim writes the gate

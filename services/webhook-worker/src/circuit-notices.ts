@@ -3,7 +3,7 @@ import { parseGateKey } from '../../../shared/endpoint-gate';
 import type { DeliveryStore } from './delivery-store';
 
 /**
- * After a release reported that the circuit of `gateKey` opened (decided in Redis, docs/design.md §6):
+ * After a release reported that the circuit of `gateKey` opened (decided in Redis, docs/design.md §6.4):
  * `endpoint.failing` for an endpoint, written only the first time in its failure episode (the
  * episode's state in PostgreSQL decides, so a circuit Redis forgot and opened again, or another
  * worker, never repeats it), and its deliveries queued. An ad-hoc origin's circuit announces

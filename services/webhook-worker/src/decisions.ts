@@ -20,7 +20,7 @@ interface JobChanges {
 }
 
 /**
- * What one step of an attempt decided (docs/design.md §6, "The worker, per attempt"); only
+ * What one step of an attempt decided (docs/design.md §6.3); only
  * {@link createDecisionApplier}'s `apply` turns it into a change of the job and the row.
  * - `send`: go on to the next step;
  * - `park`: wait in the delayed set until `until` (ms since the epoch) for whoever holds what

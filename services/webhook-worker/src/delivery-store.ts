@@ -17,13 +17,13 @@ export interface ClaimedDelivery {
   endpointId: number | null;
   /**
    * Where this attempt goes: the endpoint's URL as it is now (attempts follow their endpoint,
-   * docs/design.md §6), or an ad-hoc delivery's own (also a delivery whose endpoint row is gone).
+   * docs/design.md §6.3), or an ad-hoc delivery's own (also a delivery whose endpoint row is gone).
    */
   url: string;
   method: string;
-  /** The exact bytes to send, from its event (docs/design.md §3); null when that event row is missing. */
+  /** The exact bytes to send, from its event; null when that event row is missing. */
   body: string | null;
-  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers as they are now (docs/design.md §14). */
+  /** The delivery's own headers (an ad-hoc send's), over its endpoint's static headers as they are now. */
   headers: Record<string, string>;
   secret: string | null;
   algo: HmacAlgo;
@@ -36,20 +36,20 @@ export interface ClaimedDelivery {
   endpointActive: boolean | null;
   /** The delivery's endpoint was deleted: it must not be signed with the derived secret. */
   endpointDeleted: boolean;
-  /** The row's `created_at`: its partition key, which its attempts carry (docs/design.md §3). */
+  /** The row's `created_at`: its partition key, which its attempts carry. */
   createdAt: Date;
   /** Exactly one attempt (a redelivery), whatever its outcome. */
   oneShot: boolean;
-  /** Place in its FIFO endpoint's order (docs/design.md §6); null for other endpoints. */
+  /** Place in its FIFO endpoint's order; null for other endpoints. */
   sequence: string | null;
-  /** The endpoint's `rate_limit_per_s` (docs/design.md §14); null: none. */
+  /** The endpoint's `rate_limit_per_s`; null: none. */
   rateLimitPerS: number | null;
   /**
    * The endpoint's `origin_epoch` now, which the attempt carries: its answer counts for the
    * endpoint's health only while the endpoint is still at this epoch; null without an endpoint row.
    */
   originEpoch: number | null;
-  /** The endpoint's OAuth2 client credentials (docs/design.md §14, revision 4); null: none. */
+  /** The endpoint's OAuth2 client credentials; null: none. */
   auth: EndpointAuth | null;
   /** The endpoint's PEM client certificate and key for mutual TLS; null: none. */
   clientCertificate: { cert: string; key: string } | null;
@@ -89,11 +89,11 @@ export interface AttemptRecord {
   goneReason: string | null;
   /**
    * The delivery ends `failed` with every attempt used: `delivery.exhausted` is written with
-   * the attempt (docs/design.md §6 rev 4), unless the delivery is one of an operational event.
+   * the attempt (docs/design.md §6.6), unless the delivery is one of an operational event.
    */
   exhausted: boolean;
   /**
-   * The delivery holds its FIFO endpoint's line (docs/design.md §6): the next in line waits
+   * The delivery holds its FIFO endpoint's line (docs/design.md §6.5): the next in line waits
    * for this record, which then goes at once rather than waiting for company. Default false.
    */
   inLine?: boolean;
@@ -103,7 +103,7 @@ export interface AttemptRecord {
 export interface RecordResult {
   /**
    * Deliveries of the operational events the record wrote (queue them): `endpoint.disabled`,
-   * `delivery.exhausted`, `endpoint.recovered` (docs/design.md §6 rev 4).
+   * `delivery.exhausted`, `endpoint.recovered` (docs/design.md §6.6).
    */
   noticeIds: string[];
   /** The endpoint was disabled by this record: its reason; else null. */
@@ -131,7 +131,7 @@ export interface DeliveryStore {
   peek(deliveryId: string): Promise<DeliveryState | null>;
   /**
    * The FIFO delivery that comes after `sequence` on the endpoint and has not finished, if any:
-   * the one to wake when the delivery at `sequence` (`deliveryId`) ends (docs/design.md §6). It is
+   * the one to wake when the delivery at `sequence` (`deliveryId`) ends (docs/design.md §6.5). It is
    * looked for among rows made from a day before that one on.
    */
   nextInLine(endpointId: number, sequence: string, deliveryId: string): Promise<string | null>;
@@ -187,7 +187,7 @@ function toClaimedDelivery(row: ClaimRow): ClaimedDelivery {
 }
 
 /**
- * Whether a database error postpones the attempt without counting it (docs/design.md §6, Recovery):
+ * Whether a database error postpones the attempt without counting it (docs/design.md §6.7):
  * PostgreSQL unreachable (shared/db `isDatabaseUnavailable`), and also any failure to connect
  * at all, a wrong password included: an api request must answer now, a job can wait until
  * the database is fixed.
@@ -230,7 +230,7 @@ export function createDeliveryStore(sequelize: Sequelize, options: { disableAfte
   }
 
   const claims = batched<{ deliveryId: string; oneShot: boolean }, ClaimedDelivery | null>(async (batch) => {
-    // A legacy id that reads as a UUIDv7 is looked for again in the legacy partition (docs/design.md §3).
+    // A legacy id that reads as a UUIDv7 is looked for again in the legacy partition (docs/design.md §3.5).
     const rows = await findByIds(batch.map((claim) => claim.deliveryId), (ids, keys) =>
       rawQuery<ClaimRow>(sequelize, claimStatement(batch.filter((claim) => ids.includes(claim.deliveryId)), keys)),
     );

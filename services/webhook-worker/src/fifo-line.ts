@@ -33,7 +33,7 @@ export interface FifoLine {
 }
 
 /**
- * docs/design.md §6, Ordering: a FIFO endpoint's deliveries are claimed one at a time in sequence
+ * docs/design.md §6.5: a FIFO endpoint's deliveries are claimed one at a time in sequence
  * order (the claim checks that nothing earlier is unfinished); a job whose delivery must wait
  * its turn is parked, and the worker that ends the delivery ahead wakes it.
  */
@@ -85,7 +85,7 @@ export function createFifoLine(options: FifoLineOptions): FifoLine {
   };
 }
 
-/** Where a claimed delivery stands in its endpoint's FIFO line, for the gate (docs/design.md §6). */
+/** Where a claimed delivery stands in its endpoint's FIFO line, for the gate (docs/design.md §6.5). */
 export function linePlace(delivery: ClaimedDelivery): LinePlace {
   if (delivery.sequence === null) return 'unordered';
   return delivery.oneShot ? 'aside' : 'head';

@@ -3,7 +3,7 @@ import type { DeliveryGate, EndpointRateLimiter } from '../../../shared/endpoint
 /** A partition's per-endpoint controls. */
 export interface PartitionGates {
   gate: DeliveryGate;
-  /** Each endpoint's `rate_limit_per_s`, across all workers (docs/design.md §14). */
+  /** Each endpoint's `rate_limit_per_s`, across all workers. */
   rateLimiter: EndpointRateLimiter;
 }
 

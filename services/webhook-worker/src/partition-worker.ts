@@ -8,7 +8,7 @@ type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
 /**
  * A BullMQ worker on one queue partition that takes a job only with a slot of the process's
  * {@link SlotPool}, so all the partitions of a worker process share WORKER_CONCURRENCY (docs/design.md
- * §13). BullMQ's own loop is kept (blocking waits, stalled checks, lock renewal): the slot is
+ * §13.1). BullMQ's own loop is kept (blocking waits, stalled checks, lock renewal): the slot is
  * taken where BullMQ moves a job to active, after any blocking wait for work, so an idle
  * partition waits without holding a slot; a finished job passes its slot to the next job
  * BullMQ fetches in the same script only while the pool allows it (`mayKeep`), else gives it

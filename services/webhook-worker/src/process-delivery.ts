@@ -25,12 +25,12 @@ export interface DeliveryProcessorOptions {
   policy: RetryPolicy;
   /**
    * The endpoint gate and rate limiter of a queue partition (their keys live in it): a job
-   * always uses those of the partition it sits in (docs/design.md §13).
+   * always uses those of the partition it sits in (docs/design.md §13.1).
    */
   gates(partition: number): PartitionGates;
   logger: Logger;
   metrics?: Metrics;
-  /** Queues deliveries the worker itself recorded (operational events, docs/design.md §6); must not throw. */
+  /** Queues deliveries the worker itself recorded (operational events, docs/design.md §6.6); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /**
    * Makes the parked jobs of these deliveries runnable now (out of the delayed set, or added
@@ -44,7 +44,7 @@ export interface DeliveryProcessorOptions {
 
 /**
  * Why the delivery cannot be sent, or null: its endpoint deleted (it must not be signed with
- * the derived secret) or disabled, or its event row missing (docs/design.md §3: never an empty signed
+ * the derived secret) or disabled, or its event row missing (docs/design.md §3.5: never an empty signed
  * body in place of the event's bytes).
  */
 function unsendableFor(delivery: ClaimedDelivery): 'endpoint deleted' | 'endpoint disabled' | 'event missing' | null {
@@ -64,7 +64,7 @@ const RETRY_SLOT_WAIT_MS: [number, number] = [100, 500];
 const DATABASE_BACKOFF_MS = { min: 500, max: 15_000 };
 
 /**
- * The BullMQ processor: one attempt per run (docs/design.md §6, "The worker, per attempt").
+ * The BullMQ processor: one attempt per run (docs/design.md §6.3).
  * `attempt` reads as its steps: admission (admission.ts: the endpoint's gate and rate slot,
  * asked before the claim when the job knows its gate key and after it otherwise), the FIFO
  * line (fifo-line.ts: a delivery not at its line's head waits its turn), the claim, the

@@ -42,7 +42,7 @@ export interface AttemptRecorderOptions {
 }
 
 /**
- * The record of an attempt (docs/design.md §6, "The worker, per attempt", step 4), whatever
+ * The record of an attempt (docs/design.md §6.3, step 4), whatever
  * its destination: the retry policy's decision on the outcome, the attempt and the delivery's
  * new state in one statement (grouped with the concurrent jobs' records), the endpoint's
  * notices, the metrics and the log.
@@ -55,7 +55,7 @@ export function createAttemptRecorder(options: AttemptRecorderOptions): (deliver
   const { store, policy, metrics, random } = options;
 
   /**
-   * Records an attempt the endpoint already has (docs/design.md §13): sending it again would
+   * Records an attempt the endpoint already has (docs/design.md §13.3): sending it again would
    * hand the receiver a duplicate to absorb. A PostgreSQL outage is waited out; a record that
    * lost a deadlock or a serialization conflict to another transaction runs again, up to
    * {@link RECORD_CONFLICT_TRIES} times. The record is idempotent (an attempt number written

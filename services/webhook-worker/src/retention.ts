@@ -21,7 +21,7 @@ export const MAINTENANCE_QUEUE_NAME = 'webhook-maintenance';
 
 /**
  * The maintenance queue's name for a configuration: {@link MAINTENANCE_QUEUE_NAME}, or with a
- * partitioned queue and a prefix that is no hash tag (docs/design.md §13) `{webhook-maintenance}`, a
+ * partitioned queue and a prefix that is no hash tag (docs/design.md §13.1) `{webhook-maintenance}`, a
  * hash tag of its own, since a Redis Cluster runs BullMQ's scripts only within one slot.
  */
 export function maintenanceQueueName(config: Pick<Config, 'redisPrefix' | 'webhookQueuePartitions'>): string {
@@ -35,12 +35,12 @@ const RETENTION_PATTERN = '17 3 * * *';
 /** Rows deleted per statement, so a large table is never locked for long. */
 const DEFAULT_BATCH_SIZE = 1_000;
 /**
- * How long detaching a day may wait for the tables' locks, ms (docs/design.md §3: 2 s). While it
+ * How long detaching a day may wait for the tables' locks, ms (docs/design.md §3.5: 2 s). While it
  * waits, every statement on the table queues behind it, so it gives up soon and tries again
  * next run.
  */
 const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
-/** The order days are dropped in: what references first (docs/design.md §3). */
+/** The order days are dropped in: what references first (docs/design.md §3.4). */
 const DAY_TABLES = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'] as const;
 
 /** What one prune removed and kept. */
@@ -51,7 +51,7 @@ export interface PruneResult {
   daysKept: number;
   /** Deliveries dropped with their days, and succeeded ones deleted from the legacy partition. */
   deliveries: number;
-  /** Failed deliveries among those dropped with their days (docs/design.md §11: recoverable only within the window). */
+  /** Failed deliveries among those dropped with their days (docs/design.md §11.7: recoverable only within the window). */
   failedDropped: number;
   /** webhook_events rows deleted from the legacy partition: past the window and no longer delivered by any row. */
   events: number;
@@ -61,7 +61,7 @@ export interface PruneResult {
 
 export interface Retention {
   /**
-   * Keeps the day partitions through today + 7 (docs/design.md §3), drops the day tables an earlier
+   * Keeps the day partitions through today + 7 (docs/design.md §3.4), drops the day tables an earlier
    * pass detached and left (counted as days dropped), then prunes what is older than
    * WEBHOOK_RETENTION_DAYS: each whole day partition (attempts, then deliveries, then events,
    * detached in one transaction under the lock timeout), unless its deliveries hold pending or
@@ -79,7 +79,7 @@ export interface RetentionOptions {
   config: Pick<Config, 'webhookRetentionDays' | 'redisPrefix' | 'redisUrl' | 'redisClusterNodes' | 'webhookQueuePartitions' | 'maintenanceIntervalMs'>;
   sequelize: Sequelize;
   logger: Logger;
-  /** Counts of kept days and dropped failed deliveries (docs/design.md §3, §11). */
+  /** Counts of kept days and dropped failed deliveries (docs/design.md §3.4, §11.7). */
   metrics?: Pick<Metrics, 'retentionDaysKept' | 'retentionFailedDropped'>;
   /** Rows per statement; default 1000. */
   batchSize?: number;
@@ -93,7 +93,7 @@ export interface RetentionOptions {
 }
 
 /**
- * The retention of docs/design.md §11: a BullMQ job scheduler (`upsertJobScheduler`, so however many
+ * The retention of docs/design.md §11.7: a BullMQ job scheduler (`upsertJobScheduler`, so however many
  * workers start, one scheduler exists and one of them runs each day's job) on the
  * `webhook-maintenance` queue, and the prune it runs. The scheduler is upserted at start and
  * again whenever a check (every `maintenanceIntervalMs`, and when the connection is back)
@@ -120,7 +120,7 @@ export function createRetention(options: RetentionOptions): Retention {
    * delivery of one of its events (a replay) gets the event's body first, so no reference
    * breaks. The three detaches commit together, under the lock timeout, and only when the
    * day's deliveries, read again under those locks, still hold no pending or delivering row: a
-   * redeliver or recover may have made one pending after the first look (docs/design.md §3, revision 4).
+   * redeliver or recover may have made one pending after the first look (docs/design.md §3.5).
    *
    * @returns the deliveries and failed deliveries dropped, or null when the day is kept
    * @throws a lock timeout (SQLSTATE 55P03) when the tables stayed busy
@@ -155,7 +155,7 @@ export function createRetention(options: RetentionOptions): Retention {
 
   /**
    * Drops the day tables a pass detached and did not drop (the process died between the two,
-   * docs/design.md §3): no statement reaches them any more, they only hold disk.
+   * docs/design.md §3.5): no statement reaches them any more, they only hold disk.
    *
    * @returns the days found and the deliveries and failed deliveries they held
    */
@@ -247,7 +247,7 @@ export function createRetention(options: RetentionOptions): Retention {
   let checking: Promise<void> | undefined;
   /**
    * Schedules the daily prune again when Redis no longer holds its scheduler: Redis restarted
-   * empty, or failed over to a replica without it (docs/design.md §3, §15: back within a minute).
+   * empty, or failed over to a replica without it (docs/design.md §3.5, §15.1: back within a minute).
    */
   const checkSchedule = () => {
     checking ??= queue

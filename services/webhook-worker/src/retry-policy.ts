@@ -26,14 +26,14 @@ export interface RetryPolicy {
    */
   decide(attemptNumber: number, outcome: AttemptOutcome, options?: { oneShot?: boolean }): RetryDecision;
   /**
-   * Delay before the attempt after `attemptNumber`, milliseconds (docs/design.md §6): the schedule's
+   * Delay before the attempt after `attemptNumber`, milliseconds (docs/design.md §6.3): the schedule's
    * entry ±20% jitter; `Retry-After` honoured but clamped to [delay, 2 x delay]; at least
    * 60 s after a timeout or a 429.
    */
   delayMs(attemptNumber: number, outcome: AttemptOutcome): number;
 }
 
-/** Floor after a timeout or 429: the receiver is overloaded, so back off (docs/design.md §6). */
+/** Floor after a timeout or 429: the receiver is overloaded, so back off (docs/design.md §6.3). */
 const OVERLOAD_FLOOR_MS = 60_000;
 const JITTER = 0.2;
 

@@ -1,6 +1,6 @@
 /**
  * The WORKER_CONCURRENCY slots of one worker process, shared by its queue partitions (docs/design.md
- * §13: one limit across all of them). A job runs only while it holds a slot, so the process
+ * §13.1: one limit across all of them). A job runs only while it holds a slot, so the process
  * never has more than `size` jobs in hand, however many partitions it drains; an idle
  * partition holds none (it waits for work without one). A partition holding none waits in
  * line and gets the next slot given back; one holding more than its fair share while others

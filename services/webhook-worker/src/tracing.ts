@@ -56,7 +56,7 @@ export function traceAttempts(sender: HttpSender): HttpSender {
       const url = new URL(request.url);
       const webhookId = request.headers['webhook-id'];
       const attributes = {
-        // A token request (docs/design.md §14, auth) carries no webhook-id.
+        // A token request (docs/design.md §14.4, auth) carries no webhook-id.
         ...(webhookId === undefined ? {} : { [WEBHOOK_ID]: webhookId }),
         'http.request.method': request.method,
         'url.full': `${url.protocol}//${url.host}${url.pathname}`,

@@ -54,7 +54,7 @@ export interface WebhookWorker {
   readonly recreations: number;
   /** The BullMQ worker of the first partition drained now; the watchdog may replace it. */
   readonly current: Worker<WebhookJobData, void, WebhookJobName>;
-  /** The partitions this worker drains now, ascending (docs/design.md §13). */
+  /** The partitions this worker drains now, ascending. */
   readonly partitions: number[];
   /** Looks again for partitions to drain (a change of the count elsewhere); runs every 10 s by itself. */
   refreshPartitions(): Promise<void>;
@@ -91,7 +91,7 @@ const PARTITIONS_REFRESH_MS = 10_000;
 /**
  * Starts one BullMQ worker per partition of the `webhooks` queue that may hold jobs (the
  * current ones and every one up to the highest count ever used, looked for again every 10 s;
- * docs/design.md §13) over one `worker`-role connection (`maxRetriesPerRequest: null`; BullMQ adds a
+ * docs/design.md §13.1) over one `worker`-role connection (`maxRetriesPerRequest: null`; BullMQ adds a
  * blocking one per partition), WORKER_CONCURRENCY jobs at once across all of them (a shared
  * slot pool, slot-pool.ts), WORKER_LOCK_DURATION_MS locks (the stalled check runs as often),
  * the destinations shared by every job (destinations/: the keep-alive HTTP client, through
@@ -158,7 +158,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       await job.promote().catch(() => undefined);
     }
   }
-  // docs/design.md §3: the day partitions ahead, at start and every MAINTENANCE_INTERVAL_MS, whatever Redis holds.
+  // docs/design.md §3.5: the day partitions ahead, at start and every MAINTENANCE_INTERVAL_MS, whatever Redis holds.
   const keeper = startPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
   const retention = createRetention({ config, sequelize: options.db.sequelize, logger, metrics: options.metrics, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);

@@ -1,7 +1,7 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
 /**
- * A row of `idempotency_keys` (docs/design.md §12): the first answer to a request sent with an
+ * A row of `idempotency_keys` (docs/design.md §12.1): the first answer to a request sent with an
  * `Idempotency-Key`, per principal. `responseStatus` null means the request is still running.
  */
 export class IdempotencyKey extends Model<InferAttributes<IdempotencyKey>, InferCreationAttributes<IdempotencyKey>> {
@@ -15,7 +15,7 @@ export class IdempotencyKey extends Model<InferAttributes<IdempotencyKey>, Infer
   declare responseContentType: CreationOptional<string | null>;
   declare createdAt: CreationOptional<Date>;
   declare expiresAt: Date;
-  /** While unanswered: the claim holds until then unless its process renews it (docs/design.md §15). */
+  /** While unanswered: the claim holds until then unless its process renews it. */
   declare leaseExpiresAt: CreationOptional<Date | null>;
   /** The post a create committed under this key, written in the post's own statement. */
   declare postPid: CreationOptional<number | null>;

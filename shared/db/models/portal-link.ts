@@ -1,10 +1,10 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
-/** What a portal link or session may do (docs/design.md §11): `read` the GET routes, or `manage` also change things. */
+/** What a portal link or session may do (docs/design.md §11.6): `read` the GET routes, or `manage` also change things. */
 export type PortalScope = 'read' | 'manage';
 
 /**
- * A row of `portal_links` (docs/design.md §11): a one-time link into the dashboard for one user. Only
+ * A row of `portal_links` (docs/design.md §11.6): a one-time link into the dashboard for one user. Only
  * the sha256 of its token is stored; `usedAt` is set by the one exchange that opens it.
  */
 export class PortalLink extends Model<InferAttributes<PortalLink>, InferCreationAttributes<PortalLink>> {

@@ -2,7 +2,7 @@ import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, 
 import type { PortalScope } from './portal-link';
 
 /**
- * A row of `portal_sessions` (docs/design.md §11): the `ps_` session one portal link was exchanged
+ * A row of `portal_sessions` (docs/design.md §11.6): the `ps_` session one portal link was exchanged
  * for, stored as its sha256. It ends at `expiresAt`, when its link is revoked, or with its user.
  */
 export class PortalSession extends Model<InferAttributes<PortalSession>, InferCreationAttributes<PortalSession>> {

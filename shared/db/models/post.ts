@@ -1,7 +1,7 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
 /**
- * A row of `posts` (docs/design.md §3), shared by both layouts: Layout A's pids come from the
+ * A row of `posts` (docs/design.md §3.1), shared by both layouts: Layout A's pids come from the
  * table's sequence (>= 100000), Layout B sets a random 5-digit pid itself.
  */
 export class Post extends Model<InferAttributes<Post>, InferCreationAttributes<Post>> {

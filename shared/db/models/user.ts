@@ -1,6 +1,6 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
-/** A row of `users` (docs/design.md §3). Only the sha256 of a bearer token is stored. Not cached. */
+/** A row of `users` (docs/design.md §3.1). Only the sha256 of a bearer token is stored. Not cached. */
 export class User extends Model<InferAttributes<User>, InferCreationAttributes<User>> {
   declare userId: CreationOptional<number>;
   declare userName: string;

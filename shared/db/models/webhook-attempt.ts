@@ -1,7 +1,7 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 import { keyOf } from '../partitions';
 
-/** One HTTP attempt of a delivery (docs/design.md §3): status code or error, duration, first 2 KB of the answer. */
+/** One HTTP attempt of a delivery (docs/design.md §3.4): status code or error, duration, first 2 KB of the answer. */
 export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, InferCreationAttributes<WebhookAttempt>> {
   declare id: CreationOptional<number>;
   declare deliveryId: string;
@@ -14,7 +14,7 @@ export class WebhookAttempt extends Model<InferAttributes<WebhookAttempt>, Infer
   /** The URL the attempt went to (its endpoint's as it was then); null for attempts recorded before URLs were. */
   declare url: CreationOptional<string | null>;
   declare attemptedAt: CreationOptional<Date>;
-  /** Its delivery's `created_at`, its partition key (docs/design.md §3); by default the delivery id's time. */
+  /** Its delivery's `created_at`, its partition key; by default the delivery id's time. */
   declare deliveryCreatedAt: CreationOptional<Date>;
 
   static initModel(this: typeof WebhookAttempt, sequelize: Sequelize): typeof WebhookAttempt {

@@ -4,9 +4,9 @@ import { keyOf } from '../partitions';
 export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
 
 /**
- * One webhook to deliver: the outbox row and the delivery log (docs/design.md §3, §6).
+ * One webhook to deliver: the outbox row and the delivery log (docs/design.md §3.2, §6.1).
  * `id` is the webhook-id, stable across retries, and the BullMQ job id.
- * The bytes signed and sent live once in its event (`webhook_events`, docs/design.md §3).
+ * The bytes signed and sent live once in its event (`webhook_events`, docs/design.md §3.2).
  */
 export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, InferCreationAttributes<WebhookDelivery>> {
   declare id: string;
@@ -16,7 +16,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare url: string;
   declare method: CreationOptional<string>;
   declare event: string | null;
-  /** Legacy copy of the bytes: rows made before events were stored once (docs/design.md §3); null since. */
+  /** Legacy copy of the bytes: rows made before events were stored once; null since. */
   declare body: CreationOptional<string | null>;
   /** The event this delivers (webhook_events.id); null on legacy rows. */
   declare eventId: CreationOptional<string | null>;
@@ -37,11 +37,11 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare endpointDeleted: CreationOptional<boolean>;
   /** A redelivery: exactly one new attempt, also when its job is revived after a Redis loss. */
   declare oneShot: CreationOptional<boolean>;
-  /** W3C Trace Context of the request that wrote it, when tracing is on (docs/design.md §12). */
+  /** W3C Trace Context of the request that wrote it, when tracing is on. */
   declare traceparent: CreationOptional<string | null>;
-  /** Place in its FIFO endpoint's order, taken when the row is written (docs/design.md §6); null for other endpoints. */
+  /** Place in its FIFO endpoint's order, taken when the row is written; null for other endpoints. */
   declare sequence: CreationOptional<string | null>;
-  /** Its partition key (docs/design.md §3): for a time-ordered id, always the id's millisecond. */
+  /** Its partition key: for a time-ordered id, always the id's millisecond. */
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
 
@@ -81,7 +81,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
         underscored: true,
         timestamps: true,
         hooks: {
-          // A new row's created_at is its id's time (docs/design.md §3), whatever the caller gave.
+          // A new row's created_at is its id's time (docs/design.md §3.3), whatever the caller gave.
           beforeValidate: (delivery) => {
             const at = keyOf(delivery.id);
             if (at && delivery.isNewRecord) delivery.createdAt = at;

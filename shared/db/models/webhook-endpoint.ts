@@ -2,7 +2,7 @@ import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, 
 
 /**
  * OAuth2 client credentials (RFC 6749 §4.4) the worker uses to get the endpoint's bearer token
- * (docs/design.md §14, revision 4), stored as given; the api shows `client_secret` masked.
+ * (docs/design.md §14.4), stored as given; the api shows `client_secret` masked.
  */
 export interface EndpointAuth {
   type: 'oauth2_client_credentials';
@@ -26,15 +26,15 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare events: CreationOptional<string[]>;
   declare active: CreationOptional<boolean>;
   declare description: string | null;
-  /** The owning user, or null for an operator endpoint (docs/design.md §6, ownership). */
+  /** The owning user, or null for an operator endpoint. */
   declare userId: CreationOptional<number | null>;
   /** Why the endpoint was disabled, e.g. the receiver answered 410 Gone. */
   declare disabledReason: CreationOptional<string | null>;
   /** Set when the endpoint was deleted over the API: it is gone from the API and inactive. */
   declare deletedAt: CreationOptional<Date | null>;
-  /** The first failed attempt since the last success; null while healthy (auto-disable, docs/design.md §6). */
+  /** The first failed attempt since the last success; null while healthy (auto-disable, docs/design.md §6.4). */
   declare failingSince: CreationOptional<Date | null>;
-  /** The open failure episode (docs/design.md §6 rev 4), null while healthy; set exactly when `failingSince` is. */
+  /** The open failure episode, null while healthy; set exactly when `failingSince` is. */
   declare episodeId: CreationOptional<string | null>;
   /** Failed attempts in the open episode; 0 while healthy. */
   declare consecutiveFailures: CreationOptional<number>;
@@ -44,11 +44,11 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   declare lastFailureError: CreationOptional<string | null>;
   /** The operational events emitted in the open episode (`endpoint.failing`, `endpoint.disabled`). */
   declare episodeEvents: CreationOptional<string[]>;
-  /** Static headers sent with every delivery, names lowercase (docs/design.md §14). */
+  /** Static headers sent with every delivery, names lowercase. */
   declare headers: CreationOptional<Record<string, string>>;
-  /** Attempts started per second across all workers; null for no limit (docs/design.md §14). */
+  /** Attempts started per second across all workers; null for no limit. */
   declare rateLimitPerS: CreationOptional<number | null>;
-  /** Matched against an event's data before a delivery is made; null matches all (docs/design.md §14). */
+  /** Matched against an event's data before a delivery is made; null matches all. */
   declare filter: CreationOptional<Record<string, unknown> | null>;
   declare ordering: CreationOptional<'unordered' | 'fifo'>;
   /** `hmac-sha256` (secret `whsec_...`) or `ed25519` (secret the private key `whsk_...`). */
@@ -56,18 +56,18 @@ export class WebhookEndpoint extends Model<InferAttributes<WebhookEndpoint>, Inf
   /** An ed25519 endpoint's `whpk_` public key; null for HMAC. */
   declare publicKey: CreationOptional<string | null>;
   /**
-   * How the worker authenticates to the endpoint beyond static headers (docs/design.md §14, revision
-   * 4): null, or OAuth2 client credentials (shared/operations/endpoints/auth.ts checks the shape).
+   * How the worker authenticates to the endpoint beyond static headers (docs/design.md §14.4):
+   * null, or OAuth2 client credentials (shared/operations/endpoints/auth.ts checks the shape).
    */
   declare auth: CreationOptional<EndpointAuth | null>;
   /** PEM certificate presented for mutual TLS to the endpoint's origin; null exactly when `clientKey` is. */
   declare clientCert: CreationOptional<string | null>;
   /** PEM private key of `clientCert`; never shown. */
   declare clientKey: CreationOptional<string | null>;
-  /** The last FIFO sequence number given to a delivery to this endpoint (docs/design.md §6). */
+  /** The last FIFO sequence number given to a delivery to this endpoint. */
   declare fifoSequence: CreationOptional<string>;
   /**
-   * Counts the endpoint's moves of `url` to another origin (docs/design.md §6): an attempt's answer
+   * Counts the endpoint's moves of `url` to another origin (docs/design.md §6.4): an attempt's answer
    * counts for the endpoint's health only while the epoch it started with is still this one.
    */
   declare originEpoch: CreationOptional<number>;

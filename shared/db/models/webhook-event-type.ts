@@ -1,7 +1,7 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 
 /**
- * An event type an operator added to the catalog (docs/design.md §11); the built-in ones live in
+ * An event type an operator added to the catalog (docs/design.md §11.1); the built-in ones live in
  * code. `name` is lowercase and dotted; `schema` is a JSON Schema of the event's data.
  */
 export class WebhookEventType extends Model<InferAttributes<WebhookEventType>, InferCreationAttributes<WebhookEventType>> {

@@ -1,5 +1,5 @@
 --[[
-  Asks the endpoint gates of a batch of attempts for a lease each (docs/design.md §6, isolation; §14,
+  Asks the endpoint gates of a batch of attempts for a lease each (docs/design.md §6.4, §6.5; §14.1,
   `rate_limit_per_s`), handled in order as separate calls would be. For each attempt, in order:
   an open circuit refuses; a FIFO line lets only its head on; a half-open circuit lets one
   probe through; a known rate limit reserves the attempt's slot; the concurrency cap grants a
@@ -61,7 +61,7 @@ local function startedInWindow(starts, limit)
   return redis.call('ZCARD', starts) < limit + math.floor(math.ceil(limit / 10) / 2)
 end
 
--- Only the head of a FIFO line goes on (docs/design.md §6, "FIFO with a rate limit or a cap"); a
+-- Only the head of a FIFO line goes on (docs/design.md §6.5); a
 -- claimed place records what its claim showed. A read does not refresh the record: one that
 -- expires sends the next job to claim first, and that claim records it again.
 local function inLine(line, token, place)

@@ -1,6 +1,6 @@
 --[[
   Returns the leases of a batch of attempts and reports each attempt to its circuit (docs/design.md
-  §6), handled in order as separate calls would be. 'failure' (timeout, connection error, 5xx,
+  §6.4), handled in order as separate calls would be. 'failure' (timeout, connection error, 5xx,
   429) counts towards opening, or reopens after a failed probe for twice as long (30 s to
   10 min); 'success' closes the circuit; 'neutral' only returns the lease. Then, unless the
   circuit is open or probing, it wakes as many parked tokens, oldest first, as there are free

@@ -1,6 +1,6 @@
 --[[
   Reserves the next slot of an endpoint's rate-limit schedule and records its limit there, so
-  the gate's acquire reserves the next slots itself (docs/design.md §14, `rate_limit_per_s`).
+  the gate's acquire reserves the next slots itself (docs/design.md §14.1, `rate_limit_per_s`).
 
   Input:
     KEYS[1] the gate key's rate schedule (hash: tat, limit)

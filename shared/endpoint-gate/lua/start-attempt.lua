@@ -1,6 +1,6 @@
 --[[
   Records an attempt to a rate-limited endpoint as it leaves, unless the limit would be
-  exceeded (docs/design.md §14's promise about any one-second window at the endpoint). Two bounds,
+  exceeded (docs/design.md §14.1's promise about any one-second window at the endpoint). Two bounds,
   both needed: a sliding-window log of the last second's starts holds them to the limit in any
   second; GCRA on a pace key spaces them 1000 / limit ms apart: without it the log alone lets
   a second's starts bunch into its first few hundred ms and repeat that shape a second later,

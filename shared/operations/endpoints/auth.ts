@@ -4,7 +4,7 @@ import { InvalidEndpointError } from '../errors';
 import { MASKED } from './headers';
 import { originOf } from './origin';
 
-/** `auth` as the API shows it (docs/design.md §14, revision 4): the client secret masked, optional fields null when absent. */
+/** `auth` as the API shows it (docs/design.md §14.4): the client secret masked, optional fields null when absent. */
 export interface EndpointAuthView {
   type: EndpointAuth['type'];
   token_url: string;
@@ -35,7 +35,7 @@ export function presentAuth(auth: EndpointAuth | null | undefined): EndpointAuth
 }
 
 /**
- * An endpoint's `auth` as it is stored (docs/design.md §14, revision 4): null, or OAuth2 client
+ * An endpoint's `auth` as it is stored (docs/design.md §14.4): null, or OAuth2 client
  * credentials (RFC 6749 §4.4) `{type: "oauth2_client_credentials", token_url, client_id,
  * client_secret, scope?, audience?}`. A PATCH replaces it whole; `client_secret: "********"`
  * keeps the stored secret, but only for a token URL on the stored one's origin: the secret is

@@ -6,7 +6,7 @@ export interface EndpointChanges {
   events?: string[];
   description?: string | null;
   active?: boolean;
-  /** Replaces the whole map; `********` keeps a stored sensitive value, except across origins (docs/design.md §14). */
+  /** Replaces the whole map; `********` keeps a stored sensitive value, except across origins. */
   headers?: Record<string, unknown>;
   /** A switch to `fifo` orders the deliveries made from then on. */
   ordering?: EndpointOrdering;

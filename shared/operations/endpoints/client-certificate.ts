@@ -2,7 +2,7 @@ import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { InvalidEndpointError } from '../errors';
 import { MASKED } from './headers';
 
-/** A client certificate as the API shows it (docs/design.md §14, revision 4): never the key, nor the PEM. */
+/** A client certificate as the API shows it (docs/design.md §14.4): never the key, nor the PEM. */
 export interface ClientCertificateView {
   /** The subject's distinguished name, RDNs joined by ", " (`CN=sender.example`). */
   subject: string;
@@ -34,7 +34,7 @@ export function presentClientCertificate(cert: string | null | undefined): Clien
 }
 
 /**
- * An endpoint's `client_certificate` as it is stored (docs/design.md §14, revision 4): null, or
+ * An endpoint's `client_certificate` as it is stored (docs/design.md §14.4): null, or
  * `{cert, key}` in PEM, the certificate (optionally followed by its chain) and an unencrypted
  * private key that matches it. A PATCH may send the key as {@link MASKED} to keep the stored
  * one (a renewed certificate for the same key).

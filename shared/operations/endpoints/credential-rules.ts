@@ -41,7 +41,7 @@ export interface EndpointCredentials {
 }
 
 /**
- * The rules between an endpoint's fields (docs/design.md §14, revision 4): `auth` brings its own
+ * The rules between an endpoint's fields (docs/design.md §14.4): `auth` brings its own
  * Authorization, so a stored `authorization` header would be overwritten (400 naming both); a
  * client certificate needs an https `url` (mutual TLS); in production, `url` and
  * `auth.token_url` of an endpoint with `auth` are https unless their host is allowlisted.

@@ -1,11 +1,11 @@
 import { InvalidEndpointError } from '../errors';
 
-/** A filter's bounds (docs/design.md §14). */
+/** A filter's bounds (docs/design.md §14.1). */
 const FILTER_MAX_BYTES = 4096;
 const FILTER_MAX_DEPTH = 5;
 
 /**
- * Checks an endpoint's `filter` (docs/design.md §14, revision 4): null, or a JSON object of at most
+ * Checks an endpoint's `filter` (docs/design.md §14.3): null, or a JSON object of at most
  * 4 KB and 5 levels of objects and arrays counted alike, matched by the database's
  * `webhook_filter_matches`. The depth is checked first, by a walk that stops at the first
  * value past the limit: a hostile filter nested a million levels costs no stack and is never

@@ -6,17 +6,17 @@ import { InvalidEndpointError } from '../errors';
 /** What a sensitive header's value reads as; sent back in a PATCH, it keeps the stored value. */
 export { MASKED };
 
-/** At most this many bytes of header names and values in all (docs/design.md §14). */
+/** At most this many bytes of header names and values in all (docs/design.md §14.1). */
 const HEADERS_MAX_BYTES = 4096;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\x20-\x7e\t]*$/;
 /**
- * Names an endpoint may not set (docs/design.md §14): the one reserved list, and the hex signature
+ * Names an endpoint may not set (docs/design.md §14.1): the one reserved list, and the hex signature
  * header its deliveries carry.
  */
 const isReservedHeader = (name: string): boolean => RESERVED_HEADER_NAMES.has(name) || name === DEFAULT_SIGNATURE_HEADER.toLowerCase();
 
-/** Whether a header's value is a credential, shown masked (docs/design.md §14). */
+/** Whether a header's value is a credential, shown masked (docs/design.md §14.1). */
 export function isSensitiveHeader(name: string): boolean {
   return name === 'authorization' || name === 'proxy-authorization' || name === 'cookie' || /key|token|secret|auth/.test(name);
 }
@@ -28,7 +28,7 @@ export function presentHeaders(headers: Record<string, string> | null | undefine
 
 /**
  * An endpoint's static headers as they are stored: names lowercase, each checked against docs/design.md
- * §14. With `stored`, a value of {@link MASKED} for a stored sensitive header keeps its value.
+ * §14.1. With `stored`, a value of {@link MASKED} for a stored sensitive header keeps its value.
  *
  * @throws InvalidEndpointError naming the header: not an HTTP token, reserved, given twice,
  *   a value that is not printable, {@link MASKED} for a header with no stored value, or over 4 KB in all

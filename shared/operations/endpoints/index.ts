@@ -1,4 +1,4 @@
-// The endpoint operations (docs/design.md §11, §14), one file per concern: the table's reads and
+// The endpoint operations (docs/design.md §11.1, §14.1), one file per concern: the table's reads and
 // writes, the static headers, the signing keys and masked credentials, OAuth2 auth, the client
 // certificate, the rules between them, the filter, the view.
 export { type EndpointAuthView, normalizeEndpointAuth, presentAuth } from './auth';

@@ -51,7 +51,7 @@ export interface RotatedSecret {
   previousSecretExpiresAt: Date;
 }
 
-/** The refusal of an endpoint URL with userinfo (docs/design.md §11): what it holds is a credential the URL would show. */
+/** The refusal of an endpoint URL with userinfo (docs/design.md §11.3): what it holds is a credential the URL would show. */
 export const USERINFO_REFUSED = 'credentials go in headers or auth, not in the URL';
 
 /**
@@ -163,7 +163,7 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
  * Changes an endpoint. `active: false` records who disabled it and when; `active: true`
  * clears `disabled_reason`, and for a disabled endpoint closes its failure episode in the same
  * transaction (`endpoint.recovered` when the episode announced `endpoint.failing` or
- * `endpoint.disabled`, docs/design.md §6 rev 4; of two re-enables at once one finds the episode). A
+ * `endpoint.disabled`, docs/design.md §6.6; of two re-enables at once one finds the episode). A
  * move of `url` to another origin must give the stored masked credentials again
  * ({@link assertCredentialsGivenAgain}), and the fields must fit together afterwards
  * ({@link assertCredentialsFit}: `auth` without an authorization header, a client certificate
@@ -176,7 +176,7 @@ export async function getEndpoint(db: Database, id: number, viewer: Viewer): Pro
  * A move of `url` to another origin bumps `origin_epoch` and ends the failure episode without
  * `endpoint.recovered` (a re-enable in the same change still closes it as a re-enable does),
  * and after commit closes the circuit in Redis (best effort: the worker ignores a circuit of an
- * older epoch anyway), so the answers of the origin it left never count for it (docs/design.md §6).
+ * older epoch anyway), so the answers of the origin it left never count for it (docs/design.md §6.4).
  *
  * @param deps - where to queue a re-enable's `endpoint.recovered` after commit; without it the outbox relay adds them
  * @param rules - the deployment's (credential-rules.ts `endpointRulesOf`); default: no https requirement

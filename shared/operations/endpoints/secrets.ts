@@ -62,7 +62,7 @@ export function signingKey(scheme: SignatureScheme, given: string | undefined): 
 /**
  * The stored credentials a change carries over without giving them again, each named as a
  * 400 names it (`headers.authorization`). One entry per kind of masked credential (docs/design.md
- * §14): masked headers, the OAuth2 client secret, a client certificate's key.
+ * §14.3): masked headers, the OAuth2 client secret, a client certificate's key.
  */
 const MASKED_CREDENTIALS: readonly ((row: WebhookEndpoint, changes: EndpointChanges) => string[])[] = [
   (row, changes) => maskedHeadersKept(row.headers ?? {}, changes.headers),
@@ -79,7 +79,7 @@ function maskedQueryKept(stored: string, given: string | undefined): string[] {
 }
 
 /**
- * docs/design.md §14 revision 4: a move of `url` to another origin (scheme, host and port, as the URL
+ * docs/design.md §14.3: a move of `url` to another origin (scheme, host and port, as the URL
  * standard compares them) keeps no stored masked credential: whoever changes the URL may not
  * know them, and must not be able to read them at a host of their choosing. A change of path
  * on the same origin keeps them.

@@ -4,7 +4,7 @@ import { type EndpointAuthView, presentAuth } from './auth';
 import { type ClientCertificateView, presentClientCertificate } from './client-certificate';
 import { presentHeaders } from './headers';
 
-/** An endpoint as the operations API shows it (docs/design.md §11); never its secrets. */
+/** An endpoint as the operations API shows it (docs/design.md §11.1); never its secrets. */
 export interface EndpointView {
   id: number;
   url: string;
@@ -15,19 +15,19 @@ export interface EndpointView {
   disabled_reason: string | null;
   /** The owning user, or null for an operator endpoint. */
   user_id: number | null;
-  /** Sent with every delivery (docs/design.md §14); sensitive values read as `********` (headers.ts `MASKED`). */
+  /** Sent with every delivery; sensitive values read as `********` (headers.ts `MASKED`). */
   headers: Record<string, string>;
-  /** `fifo`: deliveries arrive one at a time in the order their events were made (docs/design.md §6). */
+  /** `fifo`: deliveries arrive one at a time in the order their events were made. */
   ordering: EndpointOrdering;
-  /** Attempts started per second at most, across all workers (docs/design.md §14); null: no limit. */
+  /** Attempts started per second at most, across all workers; null: no limit. */
   rate_limit_per_s: number | null;
-  /** Matched against each event's data before a delivery is made (docs/design.md §14); null: every event. */
+  /** Matched against each event's data before a delivery is made; null: every event. */
   filter: Record<string, unknown> | null;
-  /** `hmac-sha256` (X-Signature and `v1`) or `ed25519` (Standard Webhooks `v1a`), set on create (docs/design.md §14). */
+  /** `hmac-sha256` (X-Signature and `v1`) or `ed25519` (Standard Webhooks `v1a`), set on create. */
   signature_scheme: SignatureScheme;
   /** An ed25519 endpoint's `whpk_` public key, which its receiver verifies with; null for HMAC. */
   public_key: string | null;
-  /** OAuth2 client credentials the worker gets a bearer token with (docs/design.md §14); the secret reads as `********`; null: none. */
+  /** OAuth2 client credentials the worker gets a bearer token with; the secret reads as `********`; null: none. */
   auth: EndpointAuthView | null;
   /** The certificate presented for mutual TLS: its subject and expiry, never the key; null: none. */
   client_certificate: ClientCertificateView | null;

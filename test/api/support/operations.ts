@@ -25,7 +25,7 @@ export async function insertDelivery(
   db: Database,
   fields: { endpointId?: number | null; event?: string; status?: string; createdAt?: Date; url?: string; id?: string } = {},
 ): Promise<string> {
-  // Its created_at is its id's time (docs/design.md §3), in a day partition made for it if need be.
+  // Its created_at is its id's time (docs/design.md §3.4), in a day partition made for it if need be.
   const createdAt = fields.createdAt ?? new Date();
   const id = fields.id ?? idAt('msg_', createdAt);
   await ensureDays(db.sequelize, createdAt);

@@ -87,7 +87,7 @@ export async function addEndpoint(
   return { id: endpoint.id, secret };
 }
 
-/** Post event data as docs/design.md §6 shapes it. */
+/** Post event data as docs/design.md §6.1 shapes it. */
 export function buildPostData(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     pid: 100001,
@@ -109,7 +109,7 @@ export async function recordEvent(producer: Producer, event: PostEventName, data
 
 
 /** Delivery rows as the tests look at them. */
-/** Every delivery row, oldest first, its `body` read from its event (docs/design.md §3: stored once). */
+/** Every delivery row, oldest first, its `body` read from its event (docs/design.md §3.2: stored once). */
 export async function deliveryRows(db: Database) {
   const rows = await db.models.WebhookDelivery.findAll({ order: [['createdAt', 'ASC']] });
   const events = await db.sequelize.query<{ id: string; body: string }>('SELECT id, body FROM webhook_events WHERE id = ANY($1::text[])', {

@@ -1,11 +1,11 @@
 // @ts-check
 /**
- * The dashboard's client of the public operations API (docs/design.md §11), same origin, /api/v1.
+ * The dashboard's client of the public operations API (docs/design.md §11.1), same origin, /api/v1.
  * Credentials live in sessionStorage only: never a cookie (no ambient authority, so no CSRF)
  * and never a URL (no leaks through history or logs).
  */
 
-/** The page runs in portal mode at /portal (docs/design.md §11, portal links): one user's view, opened by a link. */
+/** The page runs in portal mode at /portal (docs/design.md §11.6): one user's view, opened by a link. */
 export const PORTAL_MODE = /^\/portal\/?$/.test(location.pathname);
 
 // Each mode keeps its own: a portal session never becomes the dashboard's sign-in, nor the reverse.

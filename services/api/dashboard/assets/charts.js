@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Charts (docs/design.md §14): for the last hour or the last 24 h, attempts per interval by outcome
+ * Charts (docs/design.md §14.1): for the last hour or the last 24 h, attempts per interval by outcome
  * (stacked bars: succeeded, failed, retried) and their p50/p95 latency (lines), for every
  * endpoint the principal may see (`GET /api/v1/stats?series=`) and for one endpoint picked in
  * the list (`GET /api/v1/endpoints/{id}/stats?series=`). Drawn with uPlot, which the api serves

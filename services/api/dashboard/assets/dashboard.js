@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The webhooks dashboard (docs/design.md §11): signing in and out, and the views of charts.js,
+ * The webhooks dashboard (docs/design.md §11.5): signing in and out, and the views of charts.js,
  * endpoints.js and deliveries.js, all through the public /api/v1 routes with the signed-in principal's
  * credentials. At /portal it runs in portal mode (portal.js): one user's view, opened by a
  * link, with no sign-in form.

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * An endpoint's credentials beyond static headers (docs/design.md §14, revision 4): OAuth2 client
+ * An endpoint's credentials beyond static headers (docs/design.md §14.4): OAuth2 client
  * credentials (`auth`, its secret read as `********`) and the client certificate for mutual
  * TLS (read as its subject and expiry). Shown on the endpoint's row, with a warning from 14
  * days before the certificate expires, and edited in the controls dialog.

@@ -158,7 +158,7 @@ function healthView(stats) {
 }
 
 /**
- * The open failure episode (docs/design.md §6 rev 4): since when the endpoint fails and how many
+ * The open failure episode (docs/design.md §6.6): since when the endpoint fails and how many
  * attempts failed in a row; nothing while none is open.
  * @param {any} stats
  */

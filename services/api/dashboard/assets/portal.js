@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Portal mode (docs/design.md §11, portal links): the page at /portal, opened by a one-time link
+ * Portal mode (docs/design.md §11.6): the page at /portal, opened by a one-time link
  * `<APP_URL>/portal#token=<token>` an operator gave one user. The token is taken off the
  * address bar at once and exchanged for a `ps_` session (`POST /api/v1/portal-sessions`), kept
  * in this tab's sessionStorage like the dashboard's credentials; a reload goes on with it.

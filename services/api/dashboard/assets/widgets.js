@@ -48,7 +48,7 @@ export function currentCursor(pages) {
 }
 
 /**
- * Newer / Older buttons over an API list's `next_cursor` (docs/design.md §11); newer pages are the
+ * Newer / Older buttons over an API list's `next_cursor` (docs/design.md §11.1); newer pages are the
  * cursors already visited.
  *
  * @param {HTMLElement} container

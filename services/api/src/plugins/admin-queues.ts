@@ -19,7 +19,7 @@ export const ADMIN_QUEUES_PATH = '/admin/queues';
 const PARTITIONS_REFRESH_MS = 10_000;
 
 /**
- * Bull Board for the `webhooks` queue, one entry per partition that may hold jobs (docs/design.md §13;
+ * Bull Board for the `webhooks` queue, one entry per partition that may hold jobs (docs/design.md §13.1;
  * refreshed at most every 10 s as requests come), at {@link ADMIN_QUEUES_PATH}, behind HTTP Basic
  * authentication (RFC 7617) with ADMIN_USER / ADMIN_PASSWORD; every path under it answers
  * 401 with `WWW-Authenticate` until the caller sends those credentials.

@@ -9,7 +9,7 @@ import type { Principal } from './principal';
 /** The calling user, set on `request.user` by the layout's auth hook (service keys leave it null). */
 export interface AuthenticatedUser {
   userId: number;
-  /** 0 = unlimited (docs/design.md §4). */
+  /** 0 = unlimited. */
   quotaLimit: number;
 }
 
@@ -20,7 +20,7 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     /**
-     * The route takes no credentials (docs/design.md §11: the portal link exchange, whose credential
+     * The route takes no credentials (docs/design.md §11.6: the portal link exchange, whose credential
      * is in its body): the auth hook only rate-limits it by client address.
      */
     public?: boolean;
@@ -66,7 +66,7 @@ const USER_ID = /^\d{1,5}$/;
  * Reads `Authorization: Bearer <token>` (RFC 6750) and the user id from the `user_id` header
  * (the spec's name) or `X-Api-Client-Id` (Luminova's name, which survives proxies that drop
  * underscored headers, such as nginx by default). A bearer `sk_` key with no user id is a
- * service key (docs/design.md §4); a bearer `ps_` token with no user id is a portal session (§11).
+ * service key (docs/design.md §4); a bearer `ps_` token with no user id is a portal session (§11.6).
  *
  * @returns the credentials, or why they cannot be read; user ids are 1..99999
  */
@@ -156,7 +156,7 @@ export interface AuthHookOptions {
   store: CredentialStore;
   /** The layout's 401 body. */
   unauthorizedBody: object;
-  /** Whether the request's route takes service keys and portal sessions (docs/design.md §4, §11: all but the posts routes). */
+  /** Whether the request's route takes service keys and portal sessions (docs/design.md §4, §11.1: all but the posts routes). */
   serviceKeysAllowed(request: FastifyRequest): boolean;
   /**
    * The rate limit (docs/design.md §12), run once the principal is known, and for a refused request
@@ -172,7 +172,7 @@ export interface AuthHookOptions {
  * `config: { public: true }` is only rate-limited.
  *
  * @throws ApiError 403 `This portal session is read-only.` for anything but GET or HEAD in a
- *   `read` portal session (docs/design.md §11), answered in the layout's shape by its error handler
+ *   `read` portal session (docs/design.md §11.6), answered in the layout's shape by its error handler
  */
 export function createAuthHook({ store, unauthorizedBody, serviceKeysAllowed, rateLimit }: AuthHookOptions): GuardHook {
   const authenticate = createAuthenticator(store);

@@ -37,7 +37,7 @@ interface Entry<T> {
 
 /**
  * Caches verified users, service keys and portal sessions in this process's memory (docs/design.md
- * §4, "Revocation"; §11), so a request by a known credential costs no PostgreSQL read. Changes
+ * §4, "Revocation"; §11.6), so a request by a known credential costs no PostgreSQL read. Changes
  * published with `publishCredentialChange` (users CLI, keys CLI, the receiver deleting a user,
  * a revoked portal link) evict the entry in every process within the pub/sub latency; a
  * user's change also evicts their portal sessions.

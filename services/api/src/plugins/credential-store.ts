@@ -5,7 +5,7 @@ import { QueryTypes, Sequelize } from 'sequelize';
 export interface UserCredential {
   /** sha256 hex of the current bearer token; null once revoked. */
   tokenHash: string | null;
-  /** 0 = unlimited (docs/design.md §4). */
+  /** 0 = unlimited. */
   quotaLimit: number;
 }
 
@@ -18,7 +18,7 @@ export interface ServiceKeyCredential {
   revoked: boolean;
 }
 
-/** What authenticating a portal session needs from `portal_sessions` and its link (docs/design.md §11). */
+/** What authenticating a portal session needs from `portal_sessions` and its link (docs/design.md §11.6). */
 export interface PortalSessionCredential {
   linkId: number;
   userId: number;

@@ -45,7 +45,7 @@ const SECURITY_HEADERS = {
 };
 
 /**
- * The dashboard's static files (docs/design.md §11): `services/api/dashboard/` from the project root.
+ * The dashboard's static files (docs/design.md §11.5): `services/api/dashboard/` from the project root.
  * Found by walking up to package.json, so the same code works from the TypeScript sources
  * (tests) and from `dist/` (the build compiles TypeScript only and leaves these files in place).
  *
@@ -60,7 +60,7 @@ export function dashboardDirectory(from: string = __dirname): string {
 }
 
 /**
- * `GET /dashboard`: the operators' and users' web page over the public API of docs/design.md §11,
+ * `GET /dashboard`: the operators' and users' web page over the public API of docs/design.md §11.5,
  * plus its assets at `/dashboard/assets/*` and the charting library's at `/dashboard/vendor/uplot/*`, every answer with a strict Content-Security-Policy.
  * The page holds no data and needs no authentication; it signs in against /api/v1 itself.
  * Register without a prefix; it is encapsulated, so its headers apply to its routes only.

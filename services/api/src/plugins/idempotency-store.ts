@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import type { IdempotencyOwner, PostIdempotencyClaims } from '../../../../shared/posts/idempotency';
 
-// Every statement on idempotency_keys (docs/design.md §12, §15): the plugin's claims and answers, and
+// Every statement on idempotency_keys (docs/design.md §12.1, §15): the plugin's claims and answers, and
 // the pid a create records in its post's own commit.
 
 type Owner = IdempotencyOwner;

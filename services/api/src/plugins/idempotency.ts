@@ -20,14 +20,14 @@ export type { StoredAnswer } from './idempotency-store';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Honour an `Idempotency-Key` header on this route (docs/design.md §12). */
+    /** Honour an `Idempotency-Key` header on this route. */
     idempotency?: boolean;
   }
 }
 
-/** The 409 message for a key sent again with another request (docs/design.md §12). */
+/** The 409 message for a key sent again with another request (docs/design.md §12.1). */
 export const IDEMPOTENCY_KEY_REUSED = 'Idempotency-Key reused with a different request.';
-/** The 409 message, with Retry-After, while the key's first request may still commit (docs/design.md §12, revision 4). */
+/** The 409 message, with Retry-After, while the key's first request may still commit (docs/design.md §12.1). */
 export const IDEMPOTENCY_KEY_IN_PROGRESS = 'A request with this Idempotency-Key is in progress.';
 
 const HEADER = 'idempotency-key';
@@ -78,7 +78,7 @@ export function idempotencyClaimOf(request: FastifyRequest): IdempotencyClaim | 
 /**
  * For a route whose writes run a callback in their transaction (`enqueueWebhook`,
  * `publishEvent`): records the JSON answer `status` with body `bodyOf(deliveryIds)` under the
- * request's Idempotency-Key in that transaction (docs/design.md §12, revision 4). The route must
+ * request's Idempotency-Key in that transaction (docs/design.md §12.1). The route must
  * answer exactly that. Undefined when the request holds no key.
  */
 export function answerInCommit(request: FastifyRequest, status: number, bodyOf: (deliveryIds: string[]) => object): InCommit | undefined {
@@ -89,7 +89,7 @@ export function answerInCommit(request: FastifyRequest, status: number, bodyOf: 
 }
 
 /**
- * Idempotent requests (docs/design.md §12; the scheme of Stripe's and the IETF draft
+ * Idempotent requests (docs/design.md §12.1; the scheme of Stripe's and the IETF draft
  * draft-ietf-httpapi-idempotency-key-header): on every route registered after this in `scope`
  * with `config: { idempotency: true }`, a request carrying `Idempotency-Key` (1..255 printable
  * ASCII characters, else 400) is run at most once per principal and key for 24 h:
@@ -108,7 +108,7 @@ export function answerInCommit(request: FastifyRequest, status: number, bodyOf: 
  * lapses, a duplicate gets 409 {@link IDEMPOTENCY_KEY_IN_PROGRESS} with Retry-After; after it,
  * the retry replays the recorded answer, answers with the post the first committed
  * ({@link IdempotencyClaim.committedPostPid}), or runs again when nothing was committed; it
- * never makes a second post or delivery (docs/design.md §12 revision 4, §15). Runs after validation:
+ * never makes a second post or delivery (docs/design.md §12.1, §15). Runs after validation:
  * a request refused by its schema claims nothing.
  */
 export function registerIdempotency(

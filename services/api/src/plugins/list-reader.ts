@@ -7,7 +7,7 @@ import type { Metrics } from '../../../../shared/metrics';
 import { rateLimitKey } from './rate-limit';
 
 /**
- * Where the operations API's lists, searches and stats read (docs/design.md §13): with
+ * Where the operations API's lists, searches and stats read (docs/design.md §13.3): with
  * DATABASE_REPLICA_URL the replica, unless the request's principal wrote within
  * REPLICA_MAX_LAG_S (it then reads the primary, so it sees what it just wrote) or the replica
  * is away, lagging or failing (the primary answers; `db_replica_skipped_total{reason}`
@@ -43,7 +43,7 @@ export interface ListReaderOptions {
 }
 
 /**
- * Decorates the instance with `listReader` (docs/design.md §13). With a replica it owns the replica's
+ * Decorates the instance with `listReader` (docs/design.md §13.3). With a replica it owns the replica's
  * pool (closed with the app) and notes each principal's writes in Redis (key
  * `<REDIS_PREFIX>:wrote:<principal>`, expiring after REPLICA_MAX_LAG_S, at least 1 s) before
  * the answer leaves, so every api process sends that principal's next lists to the primary.

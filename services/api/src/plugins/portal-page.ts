@@ -12,7 +12,7 @@ export interface PortalPageOptions {
 }
 
 /**
- * `GET /portal` (docs/design.md §11, portal links): the dashboard's page, which runs in portal mode at
+ * `GET /portal` (docs/design.md §11.6): the dashboard's page, which runs in portal mode at
  * this path (one user's view, opened by a link, no sign-in form). Its scripts and styles are
  * the dashboard's. Unlike `/dashboard`, where keys are typed, it may be embedded in an iframe
  * by the api's own origin and PORTAL_FRAME_ANCESTORS: `frame-ancestors 'self' <origins>` and

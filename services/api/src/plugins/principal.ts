@@ -6,7 +6,7 @@ import type { Scope } from '../users/scopes';
 export interface UserPrincipal {
   kind: 'user';
   userId: number;
-  /** 0 = unlimited (docs/design.md §4). */
+  /** 0 = unlimited. */
   quotaLimit: number;
 }
 
@@ -20,7 +20,7 @@ export interface ServicePrincipal {
 
 /**
  * A user in the dashboard's portal mode, authenticated by a `ps_` session that a portal link
- * opened (docs/design.md §11): that user's own things on the operations routes only; `read` sessions
+ * opened (docs/design.md §11.6): that user's own things on the operations routes only; `read` sessions
  * make GET requests only.
  */
 export interface PortalPrincipal {
@@ -47,7 +47,7 @@ export function hasScope(principal: Principal | null, scope: Scope): boolean {
 }
 
 /**
- * For routes only service keys may use (docs/design.md §4, §6): the key holding `scope`.
+ * For routes only service keys may use (docs/design.md §4, §6.2): the key holding `scope`.
  *
  * @throws ApiError 403 `A service key with the scope <scope> is required.` for a user token or a portal session;
  *   403 `This key lacks the scope <scope>.` for a key without it
@@ -64,7 +64,7 @@ export type Visibility = { operator: true } | { operator: false; userId: number 
 
 /**
  * For routes that operators (a key with `scope`) and users (their own things only, also
- * through a portal session) share (docs/design.md §11).
+ * through a portal session) share (docs/design.md §11.6).
  *
  * @throws ApiError 403 `This key lacks the scope <scope>.` for a key without it
  */

@@ -9,7 +9,7 @@ import { generatePortalLinkToken, generatePortalSessionToken } from './portal-to
 /** Where the portal page is served; a link is `<APP_URL>/portal#token=<token>`. */
 export const PORTAL_PATH = '/portal';
 
-/** Bounds and defaults of a link (docs/design.md §11): both lifetimes 60..86400 s, default 3600; scope default manage. */
+/** Bounds and defaults of a link (docs/design.md §11.6): both lifetimes 60..86400 s, default 3600; scope default manage. */
 export const PORTAL_LINK_LIMITS = { minTtlS: 60, maxTtlS: 86_400, defaultTtlS: 3_600, defaultSessionTtlS: 3_600, defaultScope: 'manage' } as const;
 
 /** What a link is minted for. */
@@ -56,7 +56,7 @@ export interface OpenedPortalSession {
 }
 
 /**
- * Mints a link for one user (docs/design.md §11). Only the sha256 of its token is stored.
+ * Mints a link for one user (docs/design.md §11.6). Only the sha256 of its token is stored.
  *
  * @param appUrl - APP_URL, without a trailing slash
  * @throws PortalUserNotFoundError when the user does not exist (or is deleted meanwhile)
@@ -83,7 +83,7 @@ export async function createPortalLink(sequelize: Sequelize, appUrl: string, req
 }
 
 /**
- * Exchanges a link's token for a session (docs/design.md §11), in one statement: the link is marked
+ * Exchanges a link's token for a session (docs/design.md §11.6), in one statement: the link is marked
  * used only if it is unused, unrevoked and unexpired, so of any number of exchanges at once
  * exactly one gets a session. The token is looked up by its sha256 (a unique index), so the
  * time taken tells nothing about the token.
@@ -107,7 +107,7 @@ export async function openPortalLink(sequelize: Sequelize, token: string): Promi
 }
 
 /**
- * Revokes a link (docs/design.md §11): it can no longer be opened and the session it opened ends.
+ * Revokes a link (docs/design.md §11.6): it can no longer be opened and the session it opened ends.
  * A second revoke keeps the first time. Tell the api processes afterwards
  * (`{kind: 'portal_link', id}` on the credential-changes channel), so none keeps a cached session.
  *
@@ -134,7 +134,7 @@ interface LinkRow {
 }
 
 /**
- * One user's links, newest first, cursor-paginated as every list of docs/design.md §11.
+ * One user's links, newest first, cursor-paginated as every list of docs/design.md §11.1.
  *
  * @throws InvalidCursorError for a cursor this list did not hand out
  */

@@ -4,7 +4,7 @@ import type { PostRecord } from '../../../../shared/posts/post-record';
 import type { PostPage, PostsRepository } from '../../../../shared/posts/posts-repository';
 
 /**
- * Layout A's reads: the repository's reads through the Redis cache (docs/design.md §3).
+ * Layout A's reads: the repository's reads through the Redis cache (docs/design.md §3.1).
  * `arrivedAt` (`performance.now()` ms when the request arrived) lets a generation read made
  * since then answer; the repository ignores it.
  */

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { validatedBy } from '../schemas/joi-validation';
 
-// Bodies of the endpoint routes (docs/design.md §11); the JSON Schemas document them, Joi validates.
+// Bodies of the endpoint routes (docs/design.md §11.1); the JSON Schemas document them, Joi validates.
 
 const url = Joi.string().uri({ scheme: ['http', 'https'] }).max(2048);
 const events = Joi.array().items(Joi.string().min(1).max(100)).max(100);
@@ -15,7 +15,7 @@ const eventsSchema = {
   description: 'Event type names from GET /api/v1/event-types; empty or absent: every event.',
 } as const;
 const descriptionSchema = { type: 'string', maxLength: 1000, nullable: true } as const;
-// The rules of docs/design.md §14 (names, reserved, masking, 4 KB) are shared/operations' own, with messages naming the header.
+// The rules of docs/design.md §14.1 (names, reserved, masking, 4 KB) are shared/operations' own, with messages naming the header.
 const headers = Joi.object().pattern(/./, Joi.any());
 const ordering = Joi.string().valid('unordered', 'fifo');
 const rateLimitPerS = Joi.number().strict().integer().min(1).max(10000).allow(null);
@@ -198,7 +198,7 @@ export const recoverBody = validatedBy(
   Joi.object({ since: Joi.date().iso().required() }).required().unknown(false),
 );
 
-/** `POST /endpoints/{id}/replay` (docs/design.md §14). */
+/** `POST /endpoints/{id}/replay` (docs/design.md §14.1). */
 export const replayBody = validatedBy(
   {
     type: 'object',

@@ -44,10 +44,10 @@ import { StatsQuery, endpointStatsObject, statsQuery } from './stats-schemas';
 
 export interface EndpointRoutesOptions {
   db: Database;
-  /** Where the list and the stats read (docs/design.md §13). */
+  /** Where the list and the stats read. */
   lists: ListReader;
   queue: WebhookQueue;
-  /** The circuit state of an endpoint's breaker (docs/design.md §6), for its stats. */
+  /** The circuit state of an endpoint's breaker, for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
   /** WEBHOOK_RETENTION_DAYS: how far back a replay may reach. */
   retentionDays: number;
@@ -60,7 +60,7 @@ const TAGS = ['endpoints'];
 
 /**
  * The error answers of a create (`create: true`) or a change: the common ones, with what the
- * endpoint's own rules add (docs/design.md §11): a url with userinfo is a 400, and a create by a
+ * endpoint's own rules add (docs/design.md §11.3): a url with userinfo is a 400, and a create by a
  * user who owns MAX_ENDPOINTS_PER_USER endpoints a 403.
  */
 function endpointWriteErrors(create: boolean, ...statuses: number[]): Record<number, object> {
@@ -71,7 +71,7 @@ function endpointWriteErrors(create: boolean, ...statuses: number[]): Record<num
 }
 
 /**
- * The endpoint routes of docs/design.md §11 under /api/v1, for operators (service keys with the
+ * The endpoint routes of docs/design.md §11.1 under /api/v1, for operators (service keys with the
  * route's scope) and users (their own endpoints; another's answers 404): create, list, read,
  * change, delete, rotate-secret, test, recover, replay and stats (with its series for charts).
  */

@@ -11,9 +11,9 @@ import { CreateEventTypeBody, createEventTypeBody, eventTypeObject } from './web
 const TAGS = ['event types'];
 
 /**
- * The event catalog of docs/design.md §11 under /api/v1: `GET /event-types` for any principal,
+ * The event catalog of docs/design.md §11.1 under /api/v1: `GET /event-types` for any principal,
  * `POST /event-types` for a service key with `endpoints:write` (409 for a name taken). The
- * list reads where `lists` says (the replica, docs/design.md §13).
+ * list reads where `lists` says (the replica, docs/design.md §13.3).
  */
 export const eventTypeRoutes: FastifyPluginAsync<{ db: Database; lists: ListReader }> = async (app, { db, lists }) => {
   app.setValidatorCompiler(joiValidatorCompiler);

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { validatedBy } from '../schemas/joi-validation';
 
-// JSON Schemas shared by the operations routes (docs/design.md §11). They document the routes in
+// JSON Schemas shared by the operations routes (docs/design.md §11.1). They document the routes in
 // OpenAPI and shape the replies (Fastify serialises with them); Joi validates the input.
 
 /** Who may call: a service key, or a user's bearer token with their user id (docs/design.md §4). */
@@ -37,7 +37,7 @@ export function errorResponses(...statuses: number[]): Record<number, object> {
 const nullableString = { type: 'string', nullable: true } as const;
 const nullableTime = { type: 'string', format: 'date-time', nullable: true } as const;
 
-/** The endpoint object of docs/design.md §11. */
+/** The endpoint object of docs/design.md §11.1. */
 export const endpointObject = {
   type: 'object',
   required: ['id', 'url', 'events', 'description', 'active', 'disabled_reason', 'user_id', 'headers', 'ordering', 'rate_limit_per_s', 'filter', 'signature_scheme', 'public_key', 'auth', 'client_certificate', 'created_at', 'updated_at'],
@@ -97,7 +97,7 @@ export const endpointObject = {
   },
 } as const;
 
-/** The delivery object of docs/design.md §11. */
+/** The delivery object of docs/design.md §11.1. */
 export const deliveryObject = {
   type: 'object',
   required: [
@@ -130,7 +130,7 @@ export const deliveryObject = {
   },
 } as const;
 
-/** One HTTP attempt of a delivery (docs/design.md §11). */
+/** One HTTP attempt of a delivery (docs/design.md §11.1). */
 export const attemptObject = {
   type: 'object',
   required: ['number', 'url', 'status_code', 'error', 'duration_ms', 'response_excerpt', 'created_at'],

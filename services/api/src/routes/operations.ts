@@ -11,10 +11,10 @@ import { webhookRoutes } from './webhooks';
 
 export interface OperationsRoutesOptions {
   db: Database;
-  /** Where lists, searches and stats read: the replica or the primary (docs/design.md §13). */
+  /** Where lists, searches and stats read: the replica or the primary. */
   lists: ListReader;
   queue: WebhookQueue;
-  /** The circuit state of an endpoint's breaker (docs/design.md §6), for its stats. */
+  /** The circuit state of an endpoint's breaker, for its stats. */
   readCircuit: (endpointId: number) => Promise<CircuitState>;
   /** WEBHOOK_RETENTION_DAYS, the reach of a replay. */
   retentionDays: number;
@@ -22,7 +22,7 @@ export interface OperationsRoutesOptions {
   endpointRules: EndpointRules;
 }
 
-/** Every route of the operations API (docs/design.md §11), mounted under /api/v1 in both layouts. */
+/** Every route of the operations API (docs/design.md §11.1), mounted under /api/v1 in both layouts. */
 export const operationsRoutes: FastifyPluginAsync<OperationsRoutesOptions> = async (app, options) => {
   await app.register(webhookRoutes, { db: options.db, lists: options.lists, queue: options.queue });
   await app.register(endpointRoutes, options);

@@ -4,7 +4,7 @@ import { PORTAL_LINK_LIMITS } from '../portal/portal-links';
 import { validatedBy } from '../schemas/joi-validation';
 import { PAGE_QUERY_JOI, PAGE_QUERY_PROPERTIES } from './operations-schemas';
 
-// Bodies, queries and answers of the portal routes (docs/design.md §11, portal links); the JSON Schemas
+// Bodies, queries and answers of the portal routes (docs/design.md §11.6); the JSON Schemas
 // document them in OpenAPI and shape the replies, Joi validates.
 
 const { minTtlS, maxTtlS, defaultTtlS, defaultSessionTtlS, defaultScope } = PORTAL_LINK_LIMITS;

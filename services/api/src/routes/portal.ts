@@ -32,7 +32,7 @@ const TAGS = ['portal'];
 const REFUSED_LINK = 'This portal link is invalid, expired, revoked or already used.';
 
 /**
- * The portal routes of docs/design.md §11 under /api/v1: a service key with `portal:write` mints
+ * The portal routes of docs/design.md §11.6 under /api/v1: a service key with `portal:write` mints
  * (`POST /portal-links`), lists (`GET /portal-links?user_id=`) and revokes
  * (`DELETE /portal-links/{id}`) one-time links into the dashboard for a user; the portal page
  * exchanges a link's token for a `ps_` session (`POST /portal-sessions`, no credentials:

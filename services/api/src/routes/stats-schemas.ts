@@ -2,7 +2,7 @@ import Joi from 'joi';
 import { SERIES_RANGES, SeriesRange } from '../../../../shared/operations';
 import { validatedBy } from '../schemas/joi-validation';
 
-// The stats routes' query and answers (docs/design.md §11, §14): an endpoint's health and the
+// The stats routes' query and answers (docs/design.md §11.1, §14.1): an endpoint's health and the
 // overview of every endpoint the caller may see, each with an optional `series` for charts.
 
 /** `?series=1h|24h`; absent: no `series` in the answer. */

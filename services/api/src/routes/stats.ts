@@ -8,9 +8,9 @@ import { SECURITY, errorResponses } from './operations-schemas';
 import { StatsQuery, overviewStatsObject, statsQuery } from './stats-schemas';
 
 /**
- * `GET /api/v1/stats?series=1h|24h` (docs/design.md §14): the health of every endpoint the caller may
+ * `GET /api/v1/stats?series=1h|24h` (docs/design.md §14.1): the health of every endpoint the caller may
  * see, together: an operator's key with `endpoints:read` sees all endpoints, a user their own.
- * Read where `lists` says (the replica, docs/design.md §13).
+ * Read where `lists` says (the replica, docs/design.md §13.3).
  */
 export const statsRoutes: FastifyPluginAsync<{ lists: ListReader }> = async (app, { lists }) => {
   app.setValidatorCompiler(joiValidatorCompiler);

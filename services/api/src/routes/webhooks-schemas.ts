@@ -5,14 +5,14 @@ import { WEBHOOK_METHODS } from '../../../../shared/deliveries/enqueue';
 import { validatedBy } from '../schemas/joi-validation';
 import { PAGE_QUERY_JOI, PAGE_QUERY_PROPERTIES } from './operations-schemas';
 
-/** What the event name fields say of the names only the system sends (docs/design.md §6 rev 4). */
+/** What the event name fields say of the names only the system sends (docs/design.md §6.6). */
 const RESERVED = `the operational events' names (${OPERATIONAL_EVENTS.join(', ')}) are reserved for the system: 400`;
 
 const payloadJoi = Joi.alternatives(Joi.object().min(1), Joi.array().min(1), Joi.string().min(1));
 const payloadSchema = { description: 'A non-empty object, array, or raw JSON string; sent as `_data` of the envelope.' };
 
 /**
- * `POST /webhooks` body (docs/design.md §6): `{url, event, payload, secret, method?, headers?}`.
+ * `POST /webhooks` body (docs/design.md §6.2): `{url, event, payload, secret, method?, headers?}`.
  * `secret` is required over HTTP, so the api never signs a caller's payload with the
  * application's derived secret; `event` is the caller's choice, not limited to the catalog.
  */
@@ -67,7 +67,7 @@ export interface EnqueueBody {
 
 const STATUSES = ['pending', 'delivering', 'succeeded', 'failed'] as const;
 
-/** `GET /webhooks` query (docs/design.md §11): filters, then the page. `since`/`until` bound `created_at`. */
+/** `GET /webhooks` query (docs/design.md §11.1): filters, then the page. `since`/`until` bound `created_at`. */
 export const listDeliveriesQuery = validatedBy(
   {
     type: 'object',
@@ -100,7 +100,7 @@ export interface ListDeliveriesQuery {
   cursor?: string;
 }
 
-/** `POST /events` body (docs/design.md §11): `{event, payload, user_id?}`. */
+/** `POST /events` body (docs/design.md §11.1): `{event, payload, user_id?}`. */
 export const publishEventBody = validatedBy(
   {
     type: 'object',
@@ -127,7 +127,7 @@ export interface PublishEventBody {
   user_id?: number;
 }
 
-/** `POST /event-types` body (docs/design.md §11): `{name, description?, schema?}`. */
+/** `POST /event-types` body (docs/design.md §11.1): `{name, description?, schema?}`. */
 export const createEventTypeBody = validatedBy(
   {
     type: 'object',

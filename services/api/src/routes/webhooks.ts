@@ -21,7 +21,7 @@ import {
 
 export interface WebhookRoutesOptions {
   db: Database;
-  /** Where the list of deliveries reads (docs/design.md §13). */
+  /** Where the list of deliveries reads. */
   lists: ListReader;
   queue: WebhookQueue;
 }
@@ -30,7 +30,7 @@ type IdParams = { Params: { id: string } };
 const TAGS = ['webhooks'];
 
 /**
- * The webhook routes (docs/design.md §6, §11) under /api/v1:
+ * The webhook routes (docs/design.md §6.2, §11.1) under /api/v1:
  * - `POST /webhooks` (service key, `webhooks:send`): one signed webhook to a URL, 202 `{"id"}`;
  * - `POST /events` (service key, `webhooks:send`): fan an event of the catalog out, 202 `{"ids"}`;
  * - `GET /webhooks`: deliveries, newest first, filtered and cursor-paginated;
@@ -46,7 +46,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.post<{ Body: EnqueueBody }>(
     '/webhooks',
     {
-      // The Idempotency-Key handling of docs/design.md §12; the answer is recorded in the deliveries' commit.
+      // The Idempotency-Key handling of docs/design.md §12.1; the answer is recorded in the deliveries' commit.
       config: { idempotency: true },
       preValidation: serviceKeyWith('webhooks:send'),
       schema: {
@@ -69,7 +69,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.post<{ Body: PublishEventBody }>(
     '/events',
     {
-      // The Idempotency-Key handling of docs/design.md §12; the answer is recorded in the deliveries' commit.
+      // The Idempotency-Key handling of docs/design.md §12.1; the answer is recorded in the deliveries' commit.
       config: { idempotency: true },
       preValidation: serviceKeyWith('webhooks:send'),
       schema: {

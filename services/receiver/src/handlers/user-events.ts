@@ -132,7 +132,7 @@ export async function applyUserEvent(
     if (!input.email) throw new UserEventError(`Invalid ${event} payload: a new user needs an email`);
     await sequelize.query(INSERT_SQL, { replacements: { ...replacements, name: input.name ?? input.email }, transaction });
   }
-  // A session must not outlive the token it came with (docs/design.md §11).
+  // A session must not outlive the token it came with (docs/design.md §11.6).
   if (replacements.tokenGiven) await endPortalSessions(sequelize, input.user_id, transaction);
   return { result: 'applied', afterCommit };
 }

@@ -22,7 +22,7 @@ const ACCEPTED = { status: 'OK', message: 'Accepted' } as const;
 const SERVER_ERROR = { status: 'ERROR', message: 'Server error' } as const;
 
 /**
- * `POST /users` and `POST /posts` (mounted under `/webhooks`), docs/design.md §8 revision 2: verify the
+ * `POST /users` and `POST /posts` (mounted under `/webhooks`), docs/design.md §8: verify the
  * raw bytes (Standard Webhooks headers required, ±`toleranceS`; X-Signature alone only with
  * `acceptXSignatureOnly`), check the event family, dedupe by webhook-id in the inbox (and by
  * body hash with `acceptXSignatureOnly`), run the handler, answer 200

@@ -4,9 +4,9 @@ import type { EndpointAuth } from '../../../../shared/db';
 
 /** A delivery signed and ready to leave: what every destination provider sends. */
 export interface SignedMessage {
-  /** The stable webhook-id (docs/design.md §7). */
+  /** The stable webhook-id. */
   webhookId: string;
-  /** Where it goes: the endpoint's URL as claimed (attempts follow their endpoint, docs/design.md §6). */
+  /** Where it goes: the endpoint's URL as claimed (attempts follow their endpoint, docs/design.md §6.3). */
   url: string;
   method: string;
   /** The delivery's own and the endpoint's headers, with the signature set. */
@@ -16,7 +16,7 @@ export interface SignedMessage {
   /** The endpoint it is for, with its credentials; `id` null for an ad-hoc send. */
   endpoint: {
     id: number | null;
-    /** OAuth2 client credentials (docs/design.md §14); null: none. */
+    /** OAuth2 client credentials; null: none. */
     auth: EndpointAuth | null;
     /** PEM certificate and key presented for mutual TLS; null: none. */
     clientCertificate: { cert: string; key: string } | null;
@@ -25,7 +25,7 @@ export interface SignedMessage {
 
 /**
  * What a destination made of one attempt, in terms the record and the retry policy share with
- * every provider (docs/design.md §6, "The worker, per attempt"). `status` is the destination's
+ * every provider (docs/design.md §6.3). `status` is the destination's
  * status code where it has one (HTTP), else null; `excerpt` the first bytes of its answer as
  * text; `durationMs` the whole attempt's.
  */
@@ -58,13 +58,13 @@ export type DeliveryOutcome =
 export interface SendContext {
   /**
    * Resolves once one more request of this attempt may leave within the endpoint's rate limit
-   * (docs/design.md §14), counted as a start of its own; for a provider that sends twice in one attempt.
+   * (docs/design.md §14.1), counted as a start of its own; for a provider that sends twice in one attempt.
    */
   admitAnother(): Promise<void>;
   log: Logger;
 }
 
-/** One type of destination (docs/design.md §6, "Destinations"): sends a signed message, never throws. */
+/** One type of destination (docs/design.md §6.3, "Destinations"): sends a signed message, never throws. */
 export interface Destination {
   send(message: SignedMessage, context: SendContext): Promise<DeliveryOutcome>;
   /** Drops its pooled connections. */

@@ -4,7 +4,7 @@ import { createHttpDestination } from './http';
 export type { DeliveryOutcome, Destination, DestinationOptions, SendContext, SignedMessage } from './destination';
 
 /**
- * The providers, by endpoint type (docs/design.md §6, "Destinations"). A type is a folder
+ * The providers, by endpoint type (docs/design.md §6.3, "Destinations"). A type is a folder
  * beside http/ and one entry here; the steps of an attempt, its record and its retries do
  * not depend on the type.
  */

@@ -23,14 +23,14 @@ export interface CredentialsOf {
 }
 
 /**
- * Sends a delivery's request with its endpoint's credentials (docs/design.md §14).
+ * Sends a delivery's request with its endpoint's credentials (docs/design.md §14.4).
  *
  * @param resendSlot - waits for the endpoint's rate limit to admit one more request (a resend after 401)
  */
 export type AuthorizedSend = (delivery: CredentialsOf, request: OutgoingRequest, resendSlot: () => Promise<void>, log: Logger) => Promise<SendResult>;
 
 /**
- * The request goes to the endpoint's URL as claimed (its current one, docs/design.md §6), so the
+ * The request goes to the endpoint's URL as claimed (its current one, docs/design.md §6.3), so the
  * endpoint's credentials go with it: they were given for that URL.
  *
  * With `auth`, the request carries `Authorization: Bearer <token>` (the cached token, or one

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { createConnectionPool } from '../connection-pool';
 import type { EgressProxy } from './egress-proxy';
 
-/** An endpoint's client certificate (docs/design.md §14, revision 4) and the pool it is sent from. */
+/** An endpoint's client certificate (docs/design.md §14.4) and the pool it is sent from. */
 export interface ClientCertificate {
   /** PEM certificate (and chain). */
   cert: string;

@@ -4,7 +4,7 @@ import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { EgressProxyAnswerError } from './errors';
 
-/** The operator's egress proxy (docs/design.md §14: WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY). */
+/** The operator's egress proxy (docs/design.md §14.2: WEBHOOK_PROXY_URL, WEBHOOK_NO_PROXY). */
 export interface EgressProxyOptions {
   /** `http://[user:password@]host:port` of a forward proxy. */
   url: string;
@@ -67,7 +67,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 /**
  * https-proxy-agent hands a refused CONNECT's answer to the request as if the target had sent
  * it; this one fails the request instead, so the proxy's status and body are never taken for
- * the endpoint's (docs/design.md §14, Egress, revision 4). With a client certificate, it goes into the
+ * the endpoint's (docs/design.md §14.3). With a client certificate, it goes into the
  * TLS handshake with the target inside the tunnel (https-proxy-agent upgrades the tunnel with
  * the request's options), never into the connection to the proxy (its constructor options).
  */

@@ -5,7 +5,7 @@ import type { WorkerErrorOptions } from '../../errors';
  * holds an IP literal) is loopback, private, link-local or otherwise not public, and not in
  * WEBHOOK_PRIVATE_ALLOWLIST. The message names the host as the URL gave it, never the
  * resolved address: it is stored as the delivery's `last_error`, which users read (docs/design.md
- * §6). The address is in `address`, for the log.
+ * §6.3). The address is in `address`, for the log.
  */
 export class BlockedTargetError extends Error {
   readonly code = 'ERR_WEBHOOK_BLOCKED_TARGET';
@@ -33,7 +33,7 @@ export class AttemptTimeoutError extends Error {
 /**
  * The egress proxy answered a CONNECT with `statusCode` instead of 200 (RFC 9110 §9.3.6): no
  * tunnel, so nothing reached the target and what the proxy sent is its own, not the endpoint's
- * (docs/design.md §14, Egress).
+ * (docs/design.md §14.3).
  */
 export class EgressProxyAnswerError extends Error {
   readonly code = 'ERR_WEBHOOK_EGRESS_PROXY_ANSWER';

@@ -22,7 +22,7 @@ export interface OutgoingRequest {
   /** The exact bytes that were signed. */
   body: Buffer;
   headers: Record<string, string>;
-  /** Presented for mutual TLS to an https target (docs/design.md §14, revision 4), from a pool of its own; default none. */
+  /** Presented for mutual TLS to an https target, from a pool of its own; default none. */
   clientCertificate?: ClientCertificate;
   /**
    * When the whole attempt must be over (`performance.now()` ms), for an attempt of several
@@ -46,7 +46,7 @@ export interface SendResult extends AttemptOutcome {
   response: string | null;
   /**
    * The egress proxy refused the worker's own credentials (407): the operator's outage, not the
-   * endpoint's; nothing reached the endpoint and the attempt does not count (docs/design.md §14).
+   * endpoint's; nothing reached the endpoint and the attempt does not count (docs/design.md §14.3).
    */
   proxyUnauthorized: boolean;
 }
@@ -94,11 +94,11 @@ const QUICK_RETRY_CODES = new Set(['ECONNRESET', 'ECONNREFUSED']);
  * for connection reset or refused, twice, 100 ms apart (its default condition would retry
  * other things and never a POST on 5xx; the schedule owns those).
  *
- * With `proxyUrl`, targets outside `noProxy` go through the forward proxy (docs/design.md §14): http
+ * With `proxyUrl`, targets outside `noProxy` go through the forward proxy (docs/design.md §14.2): http
  * ones in absolute form, https ones tunnelled with CONNECT. The SSRF guard then resolves and
  * checks the target itself before anything is written to the proxy, since the connection it
  * would otherwise check is the one to the proxy, which the operator chose and which is exempt.
- * The proxy's own answers are not the endpoint's (revision 4): a 407 (to CONNECT, or to an
+ * The proxy's own answers are not the endpoint's: a 407 (to CONNECT, or to an
  * http target in absolute form, where only 407 is surely the proxy's) is `proxyUnauthorized`;
  * a CONNECT answered 403 is a refused target like the SSRF guard's (`blocked`); any other
  * refused CONNECT (502, 503, 504, or this or that proxy's 500) means the target could not be
@@ -275,7 +275,7 @@ interface SystemError extends Error {
 /**
  * The reason stored for users to read: the transport error with the URL's host in place of
  * the address it resolved to (`ECONNREFUSED: connect ECONNREFUSED receiver:3002`), so the
- * internal layout behind a name never shows (docs/design.md §6). Through the egress proxy the only
+ * internal layout behind a name never shows (docs/design.md §6.3). Through the egress proxy the only
  * socket is the proxy's, so its errors say `egress proxy` and name neither its address nor
  * its credentials (`ECONNREFUSED: connect ECONNREFUSED egress proxy`).
  */

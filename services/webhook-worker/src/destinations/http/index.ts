@@ -9,13 +9,13 @@ import { createOAuth2Tokens } from './oauth2-tokens';
 /**
  * The egress proxy refusing the worker's credentials (407) is the operator's outage: the
  * delivery waits as long as the outage has lasted so far, at least 1 s and at most 60 s, and
- * the error is logged at most this often per process (docs/design.md §14, Egress).
+ * the error is logged at most this often per process (docs/design.md §14.3).
  */
 const PROXY_BACKOFF_MS = { min: 1_000, max: 60_000 };
 const PROXY_OUTAGE_LOG_EVERY_MS = 30_000;
 
 /**
- * The `http` destination (docs/design.md §6, "Destinations"): one keep-alive HTTP client for
+ * The `http` destination (docs/design.md §6.3, "Destinations"): one keep-alive HTTP client for
  * every attempt (http-sender.ts: the SSRF guard, the egress proxy, no redirects), with the
  * endpoint's credentials (authorized-send.ts: its OAuth2 token, oauth2-tokens.ts, and its client
  * certificate). An answer is an outcome: 2xx succeeded, anything else failed.
@@ -66,8 +66,8 @@ export function createHttpDestination(options: DestinationOptions): Destination 
 }
 
 /**
- * An HTTP result as an outcome. For the circuit (docs/design.md §6) a timeout, a connection
- * error, 5xx and 429 are failures, and so is a token that could not be had (docs/design.md §14,
+ * An HTTP result as an outcome. For the circuit (docs/design.md §6.4) a timeout, a connection
+ * error, 5xx and 429 are failures, and so is a token that could not be had (docs/design.md §14.4,
  * `oauth2 token: ...`, no status); any other answer, or a target the SSRF guard or the egress
  * proxy's policy refused, says nothing about the endpoint's health. A refused target is not
  * worth a retry.

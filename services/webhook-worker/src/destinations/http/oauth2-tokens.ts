@@ -31,7 +31,7 @@ export interface OAuth2TokensOptions {
   sweepEveryMs?: number;
 }
 
-/** Without `expires_in` a token is kept this long, ms (docs/design.md §14). */
+/** Without `expires_in` a token is kept this long, ms (docs/design.md §14.4). */
 const DEFAULT_TOKEN_TTL_MS = 300_000;
 /** A token is dropped this long before it expires, unless that is more than half its life, ms. */
 const EXPIRY_MARGIN_MS = 30_000;
@@ -55,7 +55,7 @@ type Entry =
   | { key: string; state: 'failed'; result: SendResult; until: number };
 
 /**
- * OAuth2 client credentials for endpoints (docs/design.md §14, revision 4; RFC 6749 §4.4): the token
+ * OAuth2 client credentials for endpoints (docs/design.md §14.4; RFC 6749 §4.4): the token
  * request is a form POST of `grant_type=client_credentials` (with `scope` and `audience` when
  * set) with the client authenticated by HTTP Basic (§2.3.1: id and secret form-urlencoded
  * first). Tokens live in this process's memory only (never Redis), one entry per endpoint keyed

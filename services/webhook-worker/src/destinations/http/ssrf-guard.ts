@@ -4,7 +4,7 @@ import { createPrivateAllowlist } from '../../../../../shared/config/private-all
 import { BlockedTargetError } from './errors';
 
 /**
- * IPv4 ranges a webhook must never reach when WEBHOOK_BLOCK_PRIVATE is on (docs/design.md §6): "this
+ * IPv4 ranges a webhook must never reach when WEBHOOK_BLOCK_PRIVATE is on (docs/design.md §6.3): "this
  * network", private (RFC 1918), carrier-grade NAT, loopback, link-local, IETF protocol
  * assignments, documentation (TEST-NET-1..3), the deprecated 6to4 relay anycast, benchmarking,
  * multicast and reserved (IANA IPv4 Special-Purpose Address Registry).
@@ -125,7 +125,7 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
 /** The `lookup` option of http.Agent / net.connect. */
 export type GuardedLookup = (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback) => void;
 
-/** The SSRF guard of the worker's HTTP client (docs/design.md §6), with the operator's allowlist. */
+/** The SSRF guard of the worker's HTTP client (docs/design.md §6.3), with the operator's allowlist. */
 export interface SsrfGuard {
   /**
    * Refuses a URL whose host is written as a non-public IP literal outside the allowlist.
@@ -143,7 +143,7 @@ export interface SsrfGuard {
   lookup: GuardedLookup;
   /**
    * Resolves the URL's host as {@link lookup} does and refuses it on the same terms, before a
-   * request goes to the egress proxy (docs/design.md §14): a proxy agent connects to the proxy only,
+   * request goes to the egress proxy (docs/design.md §14.2): a proxy agent connects to the proxy only,
    * so no lookup of the target's name would otherwise happen here. The proxy resolves the name
    * again; a proxy doing its own egress checks closes that gap.
    * @throws BlockedTargetError; the resolver's own error (ENOTFOUND and the like) as it came
