@@ -36,7 +36,7 @@ export type WebhookJobName = 'deliver' | 'redeliver';
 export type PartitionQueue = Queue<WebhookJobData, void, WebhookJobName>;
 
 /** A delivery job as BullMQ hands it over. */
-export type WebhookJob = Job<WebhookJobData, void, WebhookJobName>;
+export type WorkerJob = Job<WebhookJobData, void, WebhookJobName>;
 
 /**
  * The `webhooks` queue, split into WEBHOOK_QUEUE_PARTITIONS BullMQ queues (docs/design.md §13): the
@@ -65,13 +65,13 @@ export interface WebhookQueue {
    * A delivery's job: looked for in `first` (a partition) when given, then in every partition
    * (its `queueName` says which: partitions.ts `partitionOfQueueName`).
    */
-  getJob(deliveryId: string, first?: number): Promise<WebhookJob | undefined>;
+  getJob(deliveryId: string, first?: number): Promise<WorkerJob | undefined>;
   /** Removes a delivery's job from every partition that holds it (BullMQ `remove`, for tests and operators). */
   remove(deliveryId: string): Promise<void>;
   /** Job counts by state, summed over every partition; with `byPartition`, per partition too. */
   getJobCounts(states: readonly JobType[]): Promise<{ total: Record<string, number>; byPartition: Map<number, Record<string, number>> }>;
   /** The jobs in `states` of every partition (tests and operators; BullMQ's getJobs per partition). */
-  getJobs(states: JobType[]): Promise<WebhookJob[]>;
+  getJobs(states: JobType[]): Promise<WorkerJob[]>;
   /** Resolves once the current partitions' queues are ready. */
   waitUntilReady(): Promise<void>;
   /** Removes every partition's jobs and keys (BullMQ obliterate), for tests and benchmarks. */
@@ -84,7 +84,7 @@ export interface WebhookQueue {
 export type QueueLogger = Pick<BaseLogger, 'info' | 'warn' | 'debug'>;
 
 /** One job to add: the delivery id is also the BullMQ job id, so adding twice is harmless. */
-export interface DeliveryJob {
+export interface JobToAdd {
   deliveryId: string;
   name?: WebhookJobName;
   /** Milliseconds to wait before the job may run; default 0. */
@@ -217,7 +217,7 @@ export function createWebhookQueue(
       return { total, byPartition };
     },
     async getJobs(states) {
-      const jobs: WebhookJob[] = [];
+      const jobs: WorkerJob[] = [];
       for (const partition of await partitions()) jobs.push(...(await at(partition).getJobs(states)));
       return jobs;
     },
@@ -241,7 +241,7 @@ export function createWebhookQueue(
  * @throws QueueUnavailableError when the queue's connection is not ready or Redis does not
  *   answer within 2 s; the rows stay pending and the outbox relay adds them later
  */
-export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly DeliveryJob[]): Promise<void> {
+export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly JobToAdd[]): Promise<void> {
   if (jobs.length === 0) return;
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
   // One addBulk per partition: its keys share one slot, as a cluster requires of a MULTI.
@@ -282,7 +282,7 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
  * @throws TypeError for a job without a gate key when the queue has several partitions: its
  *   endpoint's partition is unknown (a caller's mistake; queueRecordedDeliveries looks gates up)
  */
-export function partitionOfJob(queue: WebhookQueue, job: Pick<DeliveryJob, 'deliveryId' | 'gate'>): number {
+export function partitionOfJob(queue: WebhookQueue, job: Pick<JobToAdd, 'deliveryId' | 'gate'>): number {
   if (job.gate !== undefined) return queue.partitionOf(job.gate);
   if (queue.count === 1) return 0;
   throw new TypeError(`Delivery ${job.deliveryId} has no gate key: with ${queue.count} queue partitions it cannot be queued without one.`);
@@ -295,7 +295,7 @@ export function partitionOfJob(queue: WebhookQueue, job: Pick<DeliveryJob, 'deli
  *
  * @throws TypeError as {@link partitionOfJob}
  */
-export function jobsByPartition<J extends Pick<DeliveryJob, 'deliveryId' | 'gate'>>(queue: WebhookQueue, jobs: readonly J[]): Map<number, J[]> {
+export function jobsByPartition<J extends Pick<JobToAdd, 'deliveryId' | 'gate'>>(queue: WebhookQueue, jobs: readonly J[]): Map<number, J[]> {
   const byPartition = new Map<number, J[]>();
   for (const job of jobs) {
     const partition = partitionOfJob(queue, job);

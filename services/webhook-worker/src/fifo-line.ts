@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { LinePlace } from '../../../shared/endpoint-gate';
 import type { JobScope } from './job-scope';
-import type { DeliveryJob, Outcome } from './decisions';
+import type { WorkerJob } from '../../../shared/queue';
+import type { Outcome } from './decisions';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 
 /**
@@ -25,7 +26,7 @@ export interface FifoLine {
    * `passed`: the gate key whose gate let the job through before the claim, which for a
    * delivery behind its line's head means the gate took the endpoint for unordered.
    */
-  waitTurn(job: DeliveryJob, scope: JobScope, passed: string | undefined, log: Logger): Promise<Outcome>;
+  waitTurn(job: WorkerJob, scope: JobScope, passed: string | undefined, log: Logger): Promise<Outcome>;
   /** The delivery after this one in its FIFO line, now that this one ended; null for none (or not FIFO). Never throws. */
   nextAfter(delivery: ClaimedDelivery, log: Logger): Promise<string | null>;
   /** Wakes the line's next delivery. Never throws: a lost wake-up ends with the parking. */

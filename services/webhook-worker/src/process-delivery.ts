@@ -2,9 +2,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import type { Metrics } from '../../../shared/metrics';
-import { RETRY_PRIORITY, partitionOfQueueName } from '../../../shared/queue';
+import { RETRY_PRIORITY, type WorkerJob, partitionOfQueueName } from '../../../shared/queue';
 import { Lease, admittedToSend, createAdmission } from './admission';
-import { DeliveryJob, Outcome, createDecisionApplier } from './decisions';
+import { Outcome, createDecisionApplier } from './decisions';
 import type { JobScope, PartitionGates } from './job-scope';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import type { Destinations } from './destinations';
@@ -15,7 +15,6 @@ import { signedMessageOf } from './sign-delivery';
 import { between, outageWaitMs } from './waits';
 
 export type { PartitionGates } from './job-scope';
-export type { DeliveryJob } from './decisions';
 
 export interface DeliveryProcessorOptions {
   config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency'>;
@@ -100,7 +99,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     return { kind: 'postpone', at: Date.now() + delayMs * between(random, [0.8, 1.2]) };
   }
 
-  async function attempt(job: DeliveryJob, lockToken: string | undefined, scope: JobScope, log: Logger): Promise<void> {
+  async function attempt(job: WorkerJob, lockToken: string | undefined, scope: JobScope, log: Logger): Promise<void> {
     let lease: Lease | undefined;
     let verdict: AttemptVerdict = 'neutral';
     /** The delivery claimed, whose end moves its FIFO line on. */
@@ -172,7 +171,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     }
   }
 
-  return async function processDelivery(job: DeliveryJob, lockToken?: string): Promise<void> {
+  return async function processDelivery(job: WorkerJob, lockToken?: string): Promise<void> {
     const log = logger.child({ deliveryId: job.data.deliveryId });
     const retry = job.priority === RETRY_PRIORITY;
     const partition = partitionOfQueueName(job.queueName);
