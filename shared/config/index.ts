@@ -4,7 +4,6 @@ import devDefaults from './dev-defaults.json';
 import { parseFrameAncestors } from './frame-ancestors';
 
 export type ServiceName = 'api' | 'receiver' | 'worker' | 'cli';
-export type HmacAlgo = 'sha256' | 'sha384' | 'sha512';
 
 /** The whole runtime configuration, validated once at start (docs/design.md §2). */
 export interface Config {
