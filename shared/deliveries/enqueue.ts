@@ -201,7 +201,7 @@ export async function addOneShotJobs(queue: WebhookQueue, jobs: readonly { deliv
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
   try {
     for (let start = 0; start < jobs.length; start += REMOVE_BATCH) {
-      await Promise.all(jobs.slice(start, start + REMOVE_BATCH).map(async ({ deliveryId, gate }) => queue.at(queue.partitionOf(gate)).remove(deliveryId)));
+      await Promise.all(jobs.slice(start, start + REMOVE_BATCH).map(async ({ deliveryId, gate }) => queue.at(queue.shardOf(gate)).remove(deliveryId)));
     }
     await addDeliveryJobs(queue, jobs.map(({ deliveryId, gate }) => ({ deliveryId, gate, name: 'redeliver' as const })));
   } catch (error) {

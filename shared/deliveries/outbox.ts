@@ -5,8 +5,8 @@ import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { createDeferredEnqueuedMarks, markEnqueued } from './enqueued-mark';
 import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from './relay-rows';
 import { queueRecordedDeliveries } from './enqueue';
-import { currentPartitions, partitionKeyBase } from '../queue/partitions';
-import { JobToAdd, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, jobsByPartition, partitionOfJob } from '../queue/webhook-queue';
+import { currentShards, shardKeyBase } from '../queue/shards';
+import { JobToAdd, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, jobsByShard, shardOfJob } from '../queue/webhook-queue';
 
 /** Dependencies and tuning of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -90,7 +90,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const reviveAfterMs = options.reviveAfterMs ?? 2_000;
   const batchSize = options.batchSize ?? 500;
   const connection: RedisClient = queue.connection;
-  const sentinelKeys = currentPartitions(queue.count).map((partition) => `${partitionKeyBase(queue.prefix, partition)}:outbox-sentinel`);
+  const sentinelKeys = currentShards(queue.count).map((shard) => `${shardKeyBase(queue.prefix, shard)}:outbox-sentinel`);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   const inFlight = new Set<Promise<void>>();
@@ -138,11 +138,11 @@ export function createOutbox(options: OutboxOptions): Outbox {
       const finished: JobToAdd[] = [];
       const missing: JobToAdd[] = [];
       // One pipeline per partition: its keys share one slot, as a cluster pipeline requires.
-      for (const [partition, partitionJobs] of jobsByPartition(queue, jobs)) {
+      for (const [shard, shardJobs] of jobsByShard(queue, jobs)) {
         const pipeline = connection.pipeline();
-        for (const job of partitionJobs) pipeline.hmget(queue.at(partition).toKey(job.deliveryId), 'timestamp', 'finishedOn');
+        for (const job of shardJobs) pipeline.hmget(queue.at(shard).toKey(job.deliveryId), 'timestamp', 'finishedOn');
         const states = (await pipeline.exec()) ?? [];
-        partitionJobs.forEach((job, index) => {
+        shardJobs.forEach((job, index) => {
           const [error, fields] = states[index] ?? [null, null];
           if (error) return;
           const [created, finishedOn] = fields as [string | null, string | null];
@@ -151,14 +151,14 @@ export function createOutbox(options: OutboxOptions): Outbox {
         });
       }
       // A job missing from its partition may wait in another one the count used before.
-      const others = missing.length > 0 && (await queue.partitions()).length > 1;
+      const others = missing.length > 0 && (await queue.shards()).length > 1;
       for (const job of missing) {
         const found = others ? await queue.getJob(job.deliveryId) : undefined;
         // A finished one there blocks nothing: the new job goes to the row's own partition.
         if (!found || found.finishedOn !== undefined) lost.push(job);
       }
       // A finished job kept in Redis under this id would make the new add a no-op.
-      for (const job of finished) await queue.at(partitionOfJob(queue, job)).remove(job.deliveryId);
+      for (const job of finished) await queue.at(shardOfJob(queue, job)).remove(job.deliveryId);
       lost.push(...finished);
       await addDeliveryJobs(queue, lost);
       // Touching the live ones too moves them to the back of the sweep order, so one

@@ -52,7 +52,7 @@ export interface AdmissionOptions {
   store: DeliveryStore;
   logger: Logger;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
   /** Queues deliveries the worker itself recorded (`endpoint.failing` when a circuit opens); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
@@ -200,7 +200,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
         if (change !== 'none') log.warn({ gate: lease.gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
         if (change === 'opened') await announceCircuitOpened(options.store, options.queueNotices, lease.gateKey, lease.originEpoch, log);
         // Parked with this partition's gate, so by jobs of this partition.
-        if (woken.length > 0) await options.wake(woken, scope.partition);
+        if (woken.length > 0) await options.wake(woken, scope.shard);
       } catch (error) {
         // The lease expires by itself; the circuit misses one verdict.
         log.warn({ err: error, gate: lease.gateKey }, 'could not return the endpoint lease');

@@ -46,14 +46,14 @@ export interface Applied {
   /** The delivery id this attempt claimed and still holds `delivering`, if any. */
   claimed: string | undefined;
   /** Where the job's partition is, for a wake of its own. */
-  partition: number;
+  shard: number;
   log: Logger;
 }
 
 export interface DecisionApplierOptions {
   store: DeliveryStore;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
 }
 
 /**
@@ -78,7 +78,7 @@ export function createDecisionApplier(options: DecisionApplierOptions): (decisio
     await job.moveToDelayed(Math.round(at), lockToken);
   }
 
-  return async function apply(decision, { job, lockToken, claimed, partition, log }) {
+  return async function apply(decision, { job, lockToken, claimed, shard, log }) {
     switch (decision.kind) {
       case 'done':
         return;
@@ -92,7 +92,7 @@ export function createDecisionApplier(options: DecisionApplierOptions): (decisio
       case 'park':
         await moveBack(job, lockToken, claimed, decision.until, decision);
         try {
-          if (await decision.recheck()) await options.wake([job.data.deliveryId], partition);
+          if (await decision.recheck()) await options.wake([job.data.deliveryId], shard);
         } catch (error) {
           log.warn({ err: error }, 'could not check a parked job again; it runs when its parking ends');
         }

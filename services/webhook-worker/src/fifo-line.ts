@@ -15,7 +15,7 @@ export const FIFO_PARK_MS = 30_000;
 export interface FifoLineOptions {
   store: DeliveryStore;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
 }
 
 /** A FIFO endpoint's line as the worker keeps it (see {@link createFifoLine}). */
@@ -78,7 +78,7 @@ export function createFifoLine(options: FifoLineOptions): FifoLine {
     async wake(next, scope, log) {
       try {
         // Same endpoint, so same partition, unless the count changed since: then wake looks further.
-        await options.wake([next], scope.partition);
+        await options.wake([next], scope.shard);
       } catch (error) {
         log.warn({ err: error }, 'could not wake the next FIFO delivery; it runs when its parking ends');
       }

@@ -16,14 +16,14 @@ import type { SlotPool } from './slot-pool';
  * its share while others idle. Why not a semaphore inside the processor: BullMQ would have
  * moved the jobs to active already, hoarding them from other workers while they wait.
  */
-export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName> {
+export class ShardWorker extends Worker<WebhookJobData, void, WebhookJobName> {
   /** Lock tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same lock token. */
   private readonly carried = new Set<string>();
   /** Jobs fetched (with a slot) that BullMQ's loop has not started yet: it fetches several before running any. */
   private fetched = 0;
 
   /**
-   * @param name - the partition's queue name (shared/queue/partitions.ts `partitionQueueName`)
+   * @param name - the partition's queue name (shared/queue/shards.ts `shardQueueName`)
    * @param options - BullMQ worker options; `concurrency` is set to the pool's size
    */
   constructor(
