@@ -14,7 +14,7 @@ import {
 } from '../../../shared/queue';
 import { queueRecordedDeliveries } from '../../../shared/deliveries/enqueue';
 import { Outbox, createOutbox } from '../../../shared/deliveries/outbox';
-import { startPartitionKeeper } from '../../../shared/db/partition-keeper';
+import { startDayPartitionKeeper } from '../../../shared/db/partition-keeper';
 import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { createSlotPool } from './slot-pool';
 import { createDeliveryStore } from './delivery-store';
@@ -159,7 +159,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
   }
   // docs/design.md §3: the day partitions ahead, at start and every MAINTENANCE_INTERVAL_MS, whatever Redis holds.
-  const keeper = startPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
+  const keeper = startDayPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
   const retention = createRetention({ config, sequelize: options.db.sequelize, logger, metrics: options.metrics, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
