@@ -102,7 +102,7 @@ export async function subscribeOnly(db: BenchDatabase, url: string, secret: stri
  *
  * @param endpoints - the endpoint id, or several: deliveries go to them in turn, each job
  *   with its gate key, so a partitioned queue spreads them over its partitions
- * @param partitions - WEBHOOK_QUEUE_PARTITIONS of the worker; default 1
+ * @param shards - WEBHOOK_QUEUE_PARTITIONS of the worker; default 1
  * @param build - whose worker runs (another checkout's, for the versus section): its queue
  *   module adds the jobs, as its outbox would
  * @throws Error when deliveries stop progressing for 60 s
@@ -114,7 +114,7 @@ export async function deliverThroughOurWorker(
   sink: Sink,
   endpoints: number | readonly number[],
   events: number,
-  partitions = 1,
+  shards = 1,
   build: Build = THIS_BUILD,
 ): Promise<DeliveryRun> {
   const endpointIds = typeof endpoints === 'number' ? [endpoints] : endpoints;
@@ -122,7 +122,7 @@ export async function deliverThroughOurWorker(
   await sink.reset();
   const connection = createRedis(settings, 'client');
   const { createWebhookQueue, addDeliveryJobs } = build === THIS_BUILD ? webhookQueue : requireFrom<typeof webhookQueue>(build, 'shared', 'queue', 'webhook-queue.js');
-  const queue = createWebhookQueue({ redisPrefix, webhookQueuePartitions: partitions }, connection);
+  const queue = createWebhookQueue({ redisPrefix, webhookQueuePartitions: shards }, connection);
   try {
     await queue.waitUntilReady();
     const started = Date.now();

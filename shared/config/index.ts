@@ -4,7 +4,6 @@ import devDefaults from './dev-defaults.json';
 import { parseFrameAncestors } from './frame-ancestors';
 
 export type ServiceName = 'api' | 'receiver' | 'worker' | 'cli';
-export type HmacAlgo = 'sha256' | 'sha384' | 'sha512';
 
 /** The whole runtime configuration, validated once at start (docs/design.md §2). */
 export interface Config {
@@ -245,18 +244,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
   if (redisSentinels.length > 0 && !value.REDIS_SENTINEL_NAME) {
     throw new ConfigError('Missing environment variable REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name the Sentinels monitor the primary by)');
   }
-  const partitions: number = value.WEBHOOK_QUEUE_PARTITIONS;
+  const shards: number = value.WEBHOOK_QUEUE_PARTITIONS;
   // BullMQ's scripts touch several keys of a queue at once: in a cluster they must share a slot.
   // One partition: the prefix is that slot's hash tag. Several: each partition's queue name is
   // its own tag, and Redis hashes only a key's first `{...}`, so the prefix may have none.
-  if (redisClusterNodes.length > 0 && partitions === 1 && !/^\{[^{}]+\}$/.test(value.REDIS_PREFIX)) {
+  if (redisClusterNodes.length > 0 && shards === 1 && !/^\{[^{}]+\}$/.test(value.REDIS_PREFIX)) {
     throw new ConfigError(
       `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES and one queue partition it must be a hash tag such as {pw}, got ${value.REDIS_PREFIX}`,
     );
   }
-  if (redisClusterNodes.length > 0 && partitions > 1 && /[{}]/.test(value.REDIS_PREFIX)) {
+  if (redisClusterNodes.length > 0 && shards > 1 && /[{}]/.test(value.REDIS_PREFIX)) {
     throw new ConfigError(
-      `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES and WEBHOOK_QUEUE_PARTITIONS=${partitions} it must have no braces (each partition brings its own hash tag), got ${value.REDIS_PREFIX}`,
+      `Invalid environment variable REDIS_PREFIX: with REDIS_CLUSTER_NODES and WEBHOOK_QUEUE_PARTITIONS=${shards} it must have no braces (each partition brings its own hash tag), got ${value.REDIS_PREFIX}`,
     );
   }
 
@@ -313,7 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, service: Servic
     redisSentinelPassword: value.REDIS_SENTINEL_PASSWORD,
     redisSentinelUsername: value.REDIS_SENTINEL_USERNAME,
     redisSentinelTls: value.REDIS_SENTINEL_TLS,
-    webhookQueuePartitions: partitions,
+    webhookQueuePartitions: shards,
     portalFrameAncestors: value.PORTAL_FRAME_ANCESTORS ?? [],
     seedDemo: value.SEED_DEMO,
     otelExporterOtlpEndpoint: value.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -7,16 +7,16 @@ export interface KeeperLogger {
   warn(object: object, message: string): void;
 }
 
-/** Options of {@link startPartitionKeeper}. */
-export interface PartitionKeeperOptions {
+/** Options of {@link startDayPartitionKeeper}. */
+export interface DayPartitionKeeperOptions {
   sequelize: Sequelize;
   logger: KeeperLogger;
   /** How often to check, ms: MAINTENANCE_INTERVAL_MS (docs/design.md §3.5: at most a minute). */
   intervalMs: number;
 }
 
-/** The running check of {@link startPartitionKeeper}. */
-export interface PartitionKeeper {
+/** The running check of {@link startDayPartitionKeeper}. */
+export interface DayPartitionKeeper {
   /** Checks now (joining a check under way); never rejects: a failure is logged. */
   check(): Promise<void>;
   /** Stops the timer and waits for a check under way. */
@@ -30,7 +30,7 @@ export interface PartitionKeeper {
  * check costs one catalog query when nothing is missing ({@link ensureDayPartitions}). Any
  * failure (PostgreSQL away, a lock timeout) is logged and left to the next check.
  */
-export function startPartitionKeeper(options: PartitionKeeperOptions): PartitionKeeper {
+export function startDayPartitionKeeper(options: DayPartitionKeeperOptions): DayPartitionKeeper {
   const { sequelize, logger, intervalMs } = options;
   let running: Promise<void> | undefined;
 

@@ -239,7 +239,7 @@ const DAY_TABLES: readonly DayTable[] = ['webhook_events', 'webhook_deliveries',
 export const DAY_MS = 86_400_000;
 
 /** The name of `table`'s partition of the UTC day starting at `day`: `<table>_pYYYYMMDD`. */
-export function partitionName(table: DayTable, day: Date): string {
+export function dayPartitionName(table: DayTable, day: Date): string {
   return `${table}_p${day.toISOString().slice(0, 10).replace(/-/g, '')}`;
 }
 

@@ -1,6 +1,6 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { keyOf, keyOfId } from '../db/partitions';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 import { insertOperationalEvent } from './operational-events';
 
 /**
@@ -41,7 +41,7 @@ interface ExhaustedRow {
  *
  * @returns the jobs of the event's deliveries, to add after commit
  */
-export async function announceExhausted(sequelize: Sequelize, transaction: Transaction, deliveryId: string): Promise<DeliveryJob[]> {
+export async function announceExhausted(sequelize: Sequelize, transaction: Transaction, deliveryId: string): Promise<JobToAdd[]> {
   const [row] = await sequelize.query<ExhaustedRow>(EXHAUSTED, { bind: [deliveryId, keyOf(deliveryId)], type: QueryTypes.SELECT, transaction });
   if (!row || row.operational) return [];
   return insertOperationalEvent(

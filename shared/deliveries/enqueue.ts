@@ -11,7 +11,7 @@ import { insertSingleDelivery } from './events';
 import { findRedeliveryCandidate, Reattempt, reopenForRedelivery, rollBackReattempts } from './reattempt';
 import { DeliveryInProgressError, DeliveryNotFoundError, InvalidWebhookError, QueueUnavailableError } from '../queue/errors';
 import { gateKeyOf } from '../endpoint-gate/gate-keys';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from '../queue/webhook-queue';
+import { JobToAdd, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady } from '../queue/webhook-queue';
 
 /** Methods a queued webhook may use; each carries the signed body. */
 export const WEBHOOK_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -119,10 +119,10 @@ export async function enqueueWebhook(options: EnqueueWebhookOptions, deps: Deliv
  */
 export async function queueRecordedDeliveries(
   deps: DeliveryDeps,
-  deliveries: readonly (string | DeliveryJob)[],
+  deliveries: readonly (string | JobToAdd)[],
   mark: (ids: string[]) => Promise<void> | void = (ids) => markEnqueued(deps.db.sequelize, ids),
 ): Promise<void> {
-  const given = deliveries.map((delivery): DeliveryJob => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
+  const given = deliveries.map((delivery): JobToAdd => (typeof delivery === 'string' ? { deliveryId: delivery } : delivery));
   const ids = given.map((job) => job.deliveryId);
   try {
     const jobs = deps.queue.count > 1 ? await withGates(deps.db.sequelize, given) : given;
@@ -137,7 +137,7 @@ export async function queueRecordedDeliveries(
  * The jobs with their gate keys, those missing read from their rows; a job whose row is gone
  * is dropped (the worker would drop it too).
  */
-async function withGates(sequelize: Sequelize, jobs: readonly DeliveryJob[]): Promise<DeliveryJob[]> {
+async function withGates(sequelize: Sequelize, jobs: readonly JobToAdd[]): Promise<JobToAdd[]> {
   const unknown = jobs.filter((job) => job.gate === undefined).map((job) => job.deliveryId);
   if (unknown.length === 0) return [...jobs];
   const gates = await gateKeysOf(sequelize, unknown);
@@ -201,7 +201,7 @@ export async function addOneShotJobs(queue: WebhookQueue, jobs: readonly { deliv
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
   try {
     for (let start = 0; start < jobs.length; start += REMOVE_BATCH) {
-      await Promise.all(jobs.slice(start, start + REMOVE_BATCH).map(async ({ deliveryId, gate }) => queue.at(queue.partitionOf(gate)).remove(deliveryId)));
+      await Promise.all(jobs.slice(start, start + REMOVE_BATCH).map(async ({ deliveryId, gate }) => queue.at(queue.shardOf(gate)).remove(deliveryId)));
     }
     await addDeliveryJobs(queue, jobs.map(({ deliveryId, gate }) => ({ deliveryId, gate, name: 'redeliver' as const })));
   } catch (error) {

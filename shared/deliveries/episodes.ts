@@ -1,5 +1,5 @@
 import { QueryTypes, Sequelize, Transaction } from 'sequelize';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 import { shownUrl } from '../http/url-display';
 import { insertOperationalEvent } from './operational-events';
 
@@ -94,7 +94,7 @@ const MARK_FAILING = `
  * @param originEpoch - the origin epoch of the circuit that opened; null: whatever the endpoint's
  * @returns the jobs of the event's deliveries, to add once this returned (committed)
  */
-export async function announceFailing(sequelize: Sequelize, endpointId: number, originEpoch: number | null): Promise<DeliveryJob[]> {
+export async function announceFailing(sequelize: Sequelize, endpointId: number, originEpoch: number | null): Promise<JobToAdd[]> {
   return sequelize.transaction(async (transaction) => {
     const [row] = await sequelize.query<EpisodeRow>(MARK_FAILING, { bind: [endpointId, originEpoch], type: QueryTypes.SELECT, transaction });
     if (!row) return [];
@@ -130,7 +130,7 @@ export async function closeEpisode(
   sequelize: Sequelize,
   transaction: Transaction,
   input: { endpointId: number; episodeId?: string; reason: string },
-): Promise<DeliveryJob[]> {
+): Promise<JobToAdd[]> {
   const [row] = await sequelize.query<EpisodeRow & { episode_events: string[] }>(LOCK_EPISODE, {
     bind: [input.endpointId, input.episodeId ?? null],
     type: QueryTypes.SELECT,

@@ -1,7 +1,7 @@
 import { endpointGateKey } from '../endpoint-gate/gate-keys';
 import { newIdAtSql, newIdSql } from './ids';
 import { receivesEvent } from './subscription';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 
 /**
  * What made an event (docs/design.md §3.2 `webhook_events.kind`): a post change, a fan-out of
@@ -117,7 +117,7 @@ export interface FannedOutEvent {
 }
 
 /** The jobs to add for one event written by {@link eventRowsClauses}, with their endpoints' gate keys. */
-export function jobsOfEvent(row: FannedOutEvent): DeliveryJob[] {
+export function jobsOfEvent(row: FannedOutEvent): JobToAdd[] {
   const endpointIds = row.endpoint_ids ?? [];
   return (row.delivery_ids ?? []).map((deliveryId, index) => ({ deliveryId, gate: endpointGateKey(endpointIds[index]) }));
 }

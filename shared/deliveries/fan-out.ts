@@ -2,7 +2,7 @@ import { QueryTypes, Sequelize, Transaction } from 'sequelize';
 import { activeTraceparent, annotateActiveSpan, WEBHOOK_EVENT, WEBHOOK_IDS } from '../tracing';
 import { eventEnvelope } from './event-data';
 import { eventRowsClauses, type EventKind, type FannedOutEvent, jobsOfEvent } from './event-rows';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 
 /** One event to fan out to the endpoints subscribed to it (docs/design.md §6.2, §11.1 `POST /events`). */
 export interface EventFanOut {
@@ -34,7 +34,7 @@ export interface EventFanOut {
  *   none when nobody subscribes
  * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
  */
-export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<DeliveryJob[]> {
+export async function insertEventDeliveryJobs(sequelize: Sequelize, transaction: Transaction, fanOut: EventFanOut): Promise<JobToAdd[]> {
   const body = eventEnvelope(fanOut.event, fanOut.data);
   const rows = await sequelize.query<FannedOutEvent>(SINGLE_EVENT, {
     bind: [fanOut.event, body, fanOut.ownerUserId, activeTraceparent(), fanOut.kind, fanOut.aboutEndpointId ?? null],

@@ -1,6 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { insertEventDeliveryJobs } from './fan-out';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 import type { OperationalEvent } from './operational-event-names';
 
 export { OPERATIONAL_EVENTS, isReservedEventName, type OperationalEvent } from './operational-event-names';
@@ -30,7 +30,7 @@ export async function insertOperationalEvent(
   event: OperationalEvent,
   about: AboutEndpoint,
   data: Record<string, unknown>,
-): Promise<DeliveryJob[]> {
+): Promise<JobToAdd[]> {
   return insertEventDeliveryJobs(sequelize, transaction, {
     kind: 'operational',
     event,

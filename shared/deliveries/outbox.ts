@@ -5,8 +5,8 @@ import { gateKeyOf } from '../endpoint-gate/gate-keys';
 import { createDeferredEnqueuedMarks, markEnqueued } from './enqueued-mark';
 import { lockStaleQueued, lockUnqueued, queuedAfter, type RelayRow } from './relay-rows';
 import { queueRecordedDeliveries } from './enqueue';
-import { currentPartitions, partitionKeyBase } from '../queue/partitions';
-import { DeliveryJob, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, jobsByPartition, partitionOfJob } from '../queue/webhook-queue';
+import { currentShards, shardKeyBase } from '../queue/shards';
+import { JobToAdd, QueueLogger, WebhookQueue, addDeliveryJobs, isQueueReady, jobsByShard, shardOfJob } from '../queue/webhook-queue';
 
 /** Dependencies and tuning of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -43,14 +43,14 @@ export interface Outbox {
    * and marks those no claim marked first `enqueued_at` within 250 ms; when Redis is away that
    * is logged and left to the relay, and the caller's commit still succeeds.
    */
-  queueAfterCommit(transaction: Transaction, jobs: readonly DeliveryJob[]): void;
+  queueAfterCommit(transaction: Transaction, jobs: readonly JobToAdd[]): void;
   /**
    * For writers that put the outbox rows in their own statement (a batch of post creates,
    * shared/posts/create-batch.ts): once that statement committed, adds
    * the jobs and marks the rows `enqueued_at` as {@link record} does after commit, without
    * holding up the caller; when Redis is away, the relay adds them later.
    */
-  queueCommitted(jobs: readonly DeliveryJob[]): void;
+  queueCommitted(jobs: readonly JobToAdd[]): void;
   /** Starts the relay timer; safe to run in several api processes at once. */
   startRelay(): void;
   /** Stops the relay timer and waits for a pass, and post-commit enqueues, in progress. */
@@ -90,7 +90,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const reviveAfterMs = options.reviveAfterMs ?? 2_000;
   const batchSize = options.batchSize ?? 500;
   const connection: RedisClient = queue.connection;
-  const sentinelKeys = currentPartitions(queue.count).map((partition) => `${partitionKeyBase(queue.prefix, partition)}:outbox-sentinel`);
+  const sentinelKeys = currentShards(queue.count).map((shard) => `${shardKeyBase(queue.prefix, shard)}:outbox-sentinel`);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   const inFlight = new Set<Promise<void>>();
@@ -134,15 +134,15 @@ export function createOutbox(options: OutboxOptions): Outbox {
       const rows = await lockStaleQueued(sequelize, transaction, reviveAfterMs, batchSize);
       if (rows.length === 0) return 0;
       const jobs = rows.map(toJob);
-      const lost: DeliveryJob[] = [];
-      const finished: DeliveryJob[] = [];
-      const missing: DeliveryJob[] = [];
+      const lost: JobToAdd[] = [];
+      const finished: JobToAdd[] = [];
+      const missing: JobToAdd[] = [];
       // One pipeline per partition: its keys share one slot, as a cluster pipeline requires.
-      for (const [partition, partitionJobs] of jobsByPartition(queue, jobs)) {
+      for (const [shard, shardJobs] of jobsByShard(queue, jobs)) {
         const pipeline = connection.pipeline();
-        for (const job of partitionJobs) pipeline.hmget(queue.at(partition).toKey(job.deliveryId), 'timestamp', 'finishedOn');
+        for (const job of shardJobs) pipeline.hmget(queue.at(shard).toKey(job.deliveryId), 'timestamp', 'finishedOn');
         const states = (await pipeline.exec()) ?? [];
-        partitionJobs.forEach((job, index) => {
+        shardJobs.forEach((job, index) => {
           const [error, fields] = states[index] ?? [null, null];
           if (error) return;
           const [created, finishedOn] = fields as [string | null, string | null];
@@ -151,14 +151,14 @@ export function createOutbox(options: OutboxOptions): Outbox {
         });
       }
       // A job missing from its partition may wait in another one the count used before.
-      const others = missing.length > 0 && (await queue.partitions()).length > 1;
+      const others = missing.length > 0 && (await queue.shards()).length > 1;
       for (const job of missing) {
         const found = others ? await queue.getJob(job.deliveryId) : undefined;
         // A finished one there blocks nothing: the new job goes to the row's own partition.
         if (!found || found.finishedOn !== undefined) lost.push(job);
       }
       // A finished job kept in Redis under this id would make the new add a no-op.
-      for (const job of finished) await queue.at(partitionOfJob(queue, job)).remove(job.deliveryId);
+      for (const job of finished) await queue.at(shardOfJob(queue, job)).remove(job.deliveryId);
       lost.push(...finished);
       await addDeliveryJobs(queue, lost);
       // Touching the live ones too moves them to the back of the sweep order, so one
@@ -189,14 +189,14 @@ export function createOutbox(options: OutboxOptions): Outbox {
     return { enqueued, revived, swept };
   }
 
-  function enqueueAfterCommit(transaction: Transaction, jobs: readonly DeliveryJob[]): void {
+  function enqueueAfterCommit(transaction: Transaction, jobs: readonly JobToAdd[]): void {
     if (jobs.length === 0) return;
     // Sequelize awaits afterCommit hooks inside commit(): starting the enqueue without
     // awaiting it keeps Redis off the caller's response time. stop() waits for it.
     transaction.afterCommit(() => enqueueCommitted(jobs));
   }
 
-  function enqueueCommitted(jobs: readonly DeliveryJob[]): void {
+  function enqueueCommitted(jobs: readonly JobToAdd[]): void {
     if (jobs.length === 0) return;
     const enqueuing = queueRecordedDeliveries({ db, queue, logger }, jobs, (ids) => marks.add(ids)).finally(() => inFlight.delete(enqueuing));
     inFlight.add(enqueuing);
@@ -242,7 +242,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
  */
 const MARK_DELAY_MS = 250;
 
-function toJob(row: RelayRow): DeliveryJob {
+function toJob(row: RelayRow): JobToAdd {
   const delayMs = row.next_attempt_at && !row.one_shot ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
   return {
     deliveryId: row.id,

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis';
-import { partitionOf } from '../queue/partitions';
+import { shardOf } from '../queue/shards';
 import { endpointGateKey, gateKeys } from './gate-keys';
 
 /** A circuit's state as docs/design.md §6.4 and the endpoint stats of §11.1 name it. */
@@ -20,12 +20,12 @@ export const CIRCUIT_MEMORY_MS = 86_400_000;
  *
  * @param prefix - REDIS_PREFIX (`config.redisPrefix`)
  * @param endpointId - a webhook_endpoints id
- * @param partitions - WEBHOOK_QUEUE_PARTITIONS; default 1
+ * @param shards - WEBHOOK_QUEUE_PARTITIONS; default 1
  * @param originEpoch - the endpoint's `origin_epoch`; default 0
  */
-export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, partitions = 1, originEpoch = 0): Promise<CircuitState> {
+export async function readCircuitState(redis: RedisClient, prefix: string, endpointId: number, shards = 1, originEpoch = 0): Promise<CircuitState> {
   const gateKey = endpointGateKey(endpointId);
-  const [until, epoch] = await redis.hmget(gateKeys(prefix, gateKey, partitionOf(gateKey, partitions)).circuit, 'until', 'epoch');
+  const [until, epoch] = await redis.hmget(gateKeys(prefix, gateKey, shardOf(gateKey, shards)).circuit, 'until', 'epoch');
   if (Number(epoch ?? 0) < originEpoch) return 'closed';
   return stateAt(Number(until ?? 0), Date.now());
 }
@@ -36,7 +36,7 @@ export async function readCircuitState(redis: RedisClient, prefix: string, endpo
  * the origin it left count for nothing. Should this be lost (Redis away), the worker's first
  * claimed attempt at the new epoch resets the circuit itself. One MULTI per partition.
  *
- * @param partitions - every partition that may hold the endpoint's keys (WebhookQueue `partitions()`)
+ * @param shards - every partition that may hold the endpoint's keys (WebhookQueue `shards()`)
  * @param originEpoch - the endpoint's `origin_epoch` after the move
  * @throws the connection's error while Redis is away
  */
@@ -44,12 +44,12 @@ export async function closeCircuitOfMovedEndpoint(
   redis: RedisClient,
   prefix: string,
   endpointId: number,
-  partitions: readonly number[],
+  shards: readonly number[],
   originEpoch: number,
 ): Promise<void> {
   const gateKey = endpointGateKey(endpointId);
-  for (const partition of partitions) {
-    const keys = gateKeys(prefix, gateKey, partition);
+  for (const shard of shards) {
+    const keys = gateKeys(prefix, gateKey, shard);
     await redis.multi().del(keys.circuit).hset(keys.circuit, 'epoch', originEpoch).pexpire(keys.circuit, CIRCUIT_MEMORY_MS).zrem(keys.index, gateKey).exec();
   }
 }
@@ -59,17 +59,17 @@ export async function closeCircuitOfMovedEndpoint(
  * `o:https://example.com`) and state. Two commands per partition over an index the scripts
  * keep; a gate key found in several partitions (the count changed) reports its worst state.
  *
- * @param partitions - the partitions to read (WebhookQueue `partitions()`); default [0]
+ * @param shards - the partitions to read (WebhookQueue `shards()`); default [0]
  */
 export async function listOpenCircuits(
   redis: RedisClient,
   prefix: string,
-  partitions: readonly number[] = [0],
+  shards: readonly number[] = [0],
 ): Promise<{ gateKey: string; state: CircuitState }[]> {
   const now = Date.now();
   const worst = new Map<string, number>();
-  for (const partition of partitions) {
-    const index = gateKeys(prefix, '', partition).index;
+  for (const shard of shards) {
+    const index = gateKeys(prefix, '', shard).index;
     // A circuit whose keys expired unprobed (its endpoint gone quiet or deleted) is forgotten.
     await redis.zremrangebyscore(index, '-inf', now - CIRCUIT_MEMORY_MS);
     const flat = await redis.zrange(index, 0, -1, 'WITHSCORES');

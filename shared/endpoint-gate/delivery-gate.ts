@@ -108,7 +108,7 @@ export interface DeliveryGateOptions {
   /** REDIS_PREFIX. */
   prefix: string;
   /** The queue partition whose jobs this gate serves (its keys live there); default 0. */
-  partition?: number;
+  shard?: number;
   /** WEBHOOK_ENDPOINT_CONCURRENCY. */
   concurrency: number;
   /** WEBHOOK_BREAKER_FAILURES. */
@@ -132,7 +132,7 @@ const LINE_MEMORY_MS = 86_400_000;
  *   Every key of a gate starts with its partition's key base, one `{hash-tag}` on a Cluster.
  */
 export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOptions): DeliveryGate {
-  return createDeliveryGates(redis, options, { batchAcrossPartitions: false })(options.partition ?? 0);
+  return createDeliveryGates(redis, options, { batchAcrossShards: false })(options.shard ?? 0);
 }
 
 /**
@@ -143,33 +143,33 @@ export function createDeliveryGate(redis: RedisClient, options: DeliveryGateOpti
  * must not cost throughput on a single Redis).
  *
  * @param options - as for one gate; its `partition` is ignored
- * @param batching - `batchAcrossPartitions`: true only when `redis` is not a Cluster
+ * @param batching - `batchAcrossShards`: true only when `redis` is not a Cluster
  * @returns the gate of a partition, the same object for every call with that partition
  */
 export function createDeliveryGates(
   redis: RedisClient,
   options: DeliveryGateOptions,
-  batching: { batchAcrossPartitions: boolean },
-): (partition: number) => DeliveryGate {
+  batching: { batchAcrossShards: boolean },
+): (shard: number) => DeliveryGate {
   const client = withGateScripts(redis);
   // Each script's keys per gate key, in the order its header lists them (lua/acquire.lua, lua/release.lua).
-  const acquireKeys = (gateKey: string, partition: number) => {
-    const keys = gateKeys(options.prefix, gateKey, partition);
+  const acquireKeys = (gateKey: string, shard: number) => {
+    const keys = gateKeys(options.prefix, gateKey, shard);
     return [keys.circuit, keys.leases, keys.parked, keys.rate, keys.starts, keys.line, keys.index];
   };
-  const releaseKeys = (gateKey: string, partition: number) => {
-    const keys = gateKeys(options.prefix, gateKey, partition);
+  const releaseKeys = (gateKey: string, shard: number) => {
+    const keys = gateKeys(options.prefix, gateKey, shard);
     return [keys.circuit, keys.leases, keys.parked, keys.line, keys.index];
   };
   const parkedTtlMs = options.parkedTtlMs ?? 600_000;
   const settled = <R>(values: R[]): Settled<R>[] => values.map((value) => ({ ok: true, value }));
 
-  type Acquire = { gateKey: string; partition: number; token: string; holdsRateSlot: boolean; place: LinePlace | 'unclaimed'; originEpoch: number | null };
-  type Release = { gateKey: string; partition: number; token: string; verdict: AttemptVerdict; next: string; originEpoch: number | null };
+  type Acquire = { gateKey: string; shard: number; token: string; holdsRateSlot: boolean; place: LinePlace | 'unclaimed'; originEpoch: number | null };
+  type Release = { gateKey: string; shard: number; token: string; verdict: AttemptVerdict; next: string; originEpoch: number | null };
   const epochArg = (epoch: number | null) => (epoch === null ? '' : String(epoch));
 
   async function acquireBatch(batch: Acquire[]): Promise<Settled<GateDecision | LineDecision>[]> {
-    const keys = batch.flatMap(({ gateKey, partition }) => acquireKeys(gateKey, partition));
+    const keys = batch.flatMap(({ gateKey, shard }) => acquireKeys(gateKey, shard));
     const flat = await client.webhookGateAcquire(
       keys.length,
       ...keys,
@@ -194,7 +194,7 @@ export function createDeliveryGates(
   }
 
   async function releaseBatch(batch: Release[]): Promise<Settled<GateRelease>[]> {
-    const keys = batch.flatMap(({ gateKey, partition }) => releaseKeys(gateKey, partition));
+    const keys = batch.flatMap(({ gateKey, shard }) => releaseKeys(gateKey, shard));
     const flat = await client.webhookGateRelease(
       keys.length,
       ...keys,
@@ -217,28 +217,28 @@ export function createDeliveryGates(
   }
 
   const newBatches = () => ({ acquires: createGroupCommit(acquireBatch), releases: createGroupCommit(releaseBatch) });
-  const shared = batching.batchAcrossPartitions ? newBatches() : undefined;
+  const shared = batching.batchAcrossShards ? newBatches() : undefined;
   const gates = new Map<number, DeliveryGate>();
-  return (partition) => {
-    let gate = gates.get(partition);
+  return (shard) => {
+    let gate = gates.get(shard);
     if (gate) return gate;
     const { acquires, releases } = shared ?? newBatches();
     gate = {
-      ask: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, partition, token, holdsRateSlot, place: 'unclaimed', originEpoch: null }),
+      ask: (gateKey, token, holdsRateSlot = false) => acquires.submit({ gateKey, shard, token, holdsRateSlot, place: 'unclaimed', originEpoch: null }),
       acquire: async (gateKey, token, { holdsRateSlot = false, place = 'unordered', originEpoch = null } = {}) =>
         // A claimed place never answers `line`.
-        (await acquires.submit({ gateKey, partition, token, holdsRateSlot, place, originEpoch })) as GateDecision,
-      release: (gateKey, token, verdict, next = '', originEpoch = null) => releases.submit({ gateKey, partition, token, verdict, next, originEpoch }),
+        (await acquires.submit({ gateKey, shard, token, holdsRateSlot, place, originEpoch })) as GateDecision,
+      release: (gateKey, token, verdict, next = '', originEpoch = null) => releases.submit({ gateKey, shard, token, verdict, next, originEpoch }),
       markLine: async (gateKey) => {
-        const { line } = gateKeys(options.prefix, gateKey, partition);
+        const { line } = gateKeys(options.prefix, gateKey, shard);
         await redis.multi().hset(line, 'fifo', '1').pexpire(line, LINE_MEMORY_MS).exec();
       },
       forgetRateLimit: async (gateKey) => {
-        await redis.hdel(gateKeys(options.prefix, gateKey, partition).rate, 'limit');
+        await redis.hdel(gateKeys(options.prefix, gateKey, shard).rate, 'limit');
       },
-      isParked: async (gateKey, token) => (await redis.zscore(gateKeys(options.prefix, gateKey, partition).parked, token)) !== null,
+      isParked: async (gateKey, token) => (await redis.zscore(gateKeys(options.prefix, gateKey, shard).parked, token)) !== null,
     };
-    gates.set(partition, gate);
+    gates.set(shard, gate);
     return gate;
   };
 }

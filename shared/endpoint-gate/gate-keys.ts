@@ -1,4 +1,4 @@
-import { partitionKeyBase } from '../queue/partitions';
+import { shardKeyBase } from '../queue/shards';
 
 /** The gate key of an endpoint: `e:<id>` (docs/design.md §6.4). */
 export function endpointGateKey(endpointId: number): string {
@@ -59,10 +59,10 @@ export interface GateKeys {
  * (`<prefix>:webhooks`, or `<prefix>:{webhooks-<i>}`), whose hash tag (the prefix's with one
  * partition, the partition's own with several) keeps them in the slot of the partition's queue.
  *
- * @param partition - the partition of the job that uses them (shared/queue/partitions.ts); default 0
+ * @param shard - the partition of the job that uses them (shared/queue/shards.ts); default 0
  */
-export function gateKeys(prefix: string, gateKey: string, partition = 0): GateKeys {
-  const base = partitionKeyBase(prefix, partition);
+export function gateKeys(prefix: string, gateKey: string, shard = 0): GateKeys {
+  const base = shardKeyBase(prefix, shard);
   return {
     circuit: `${base}:circuit:${gateKey}`,
     leases: `${base}:leases:${gateKey}`,

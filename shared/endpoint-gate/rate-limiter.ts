@@ -40,14 +40,14 @@ export const RATE_SLOT_TOLERANCE_MS = 1_000;
  * @param redis - a `client`-role connection or a Cluster; the schedule's keys start with the
  *   partition's key base, as the endpoint's gate keys do, so they live in their slot
  * @param prefix - REDIS_PREFIX
- * @param partition - the queue partition whose jobs this limiter serves; default 0
+ * @param shard - the queue partition whose jobs this limiter serves; default 0
  */
-export function createEndpointRateLimiter(redis: RedisClient, prefix: string, partition = 0): EndpointRateLimiter {
+export function createEndpointRateLimiter(redis: RedisClient, prefix: string, shard = 0): EndpointRateLimiter {
   const client = withGateScripts(redis);
   return {
-    reserve: async (gateKey, limitPerS) => Number(await client.webhookRateReserve(1, gateKeys(prefix, gateKey, partition).rate, limitPerS)),
+    reserve: async (gateKey, limitPerS) => Number(await client.webhookRateReserve(1, gateKeys(prefix, gateKey, shard).rate, limitPerS)),
     start: async (gateKey, token, limitPerS) => {
-      const keys = gateKeys(prefix, gateKey, partition);
+      const keys = gateKeys(prefix, gateKey, shard);
       return Number(await client.webhookRateStart(2, keys.starts, keys.pace, limitPerS, token, PACE_TOLERANCE_MS));
     },
   };

@@ -1,4 +1,4 @@
-import { DeliveryJob, isQueueReady, QueueUnavailableError } from '../queue';
+import { JobToAdd, isQueueReady, QueueUnavailableError } from '../queue';
 import { DeliveryDeps, queueRecordedDeliveries } from '../deliveries/enqueue';
 import { endpointGateKey } from '../endpoint-gate';
 import { insertReplayDeliveries } from '../deliveries/replay';
@@ -31,7 +31,7 @@ export async function replayEndpoint(deps: DeliveryDeps, endpointId: number, vie
   if (!isQueueReady(deps.queue)) throw new QueueUnavailableError('Redis is not connected.');
   const ids = await insertReplayDeliveries(deps.db.sequelize, endpointId, since, REPLAY_LIMIT);
   const gate = endpointGateKey(endpointId);
-  const jobs: DeliveryJob[] = ids.map((deliveryId) => ({ deliveryId, gate }));
+  const jobs: JobToAdd[] = ids.map((deliveryId) => ({ deliveryId, gate }));
   if (jobs.length > 0) await queueRecordedDeliveries(deps, jobs);
   return jobs.length;
 }

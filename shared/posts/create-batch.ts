@@ -5,7 +5,7 @@ import type { Settled } from '../db/group-commit';
 import { rawQuery } from '../db/raw-query';
 import { eventEnvelopeSql, isoJsonSql, jsonObjectSql, jsonTextSql } from '../deliveries/envelope-sql';
 import { eventRowsClauses, type FannedOutEvent, jobsOfEvent } from '../deliveries/event-rows';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 import { PostIdsExhaustedError, RecordedPostGoneError } from './errors';
 import type { IdempotencyOwner, PostIdempotencyClaims } from './idempotency';
 import { POST_COLUMNS, PostRecord, PostRow, toPostRecord } from './post-record';
@@ -36,7 +36,7 @@ export interface CreatedPost {
    * The jobs of the post's `post.created` outbox rows, committed with it, to add now; none
    * when nobody subscribes or the post is the one the request's Idempotency-Key recorded.
    */
-  jobs: DeliveryJob[];
+  jobs: JobToAdd[];
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import type { DeliveryJob } from '../queue/webhook-queue';
+import type { JobToAdd } from '../queue/webhook-queue';
 import { insertEventDeliveryJobs } from '../deliveries/fan-out';
 import type { Outbox } from '../deliveries/outbox';
 
@@ -43,7 +43,7 @@ export interface PostEventRecorder {
  */
 export interface PostOutbox extends PostEventRecorder {
   /** Adds the jobs of outbox rows a committed statement wrote, without holding up the caller. */
-  queueCommitted(jobs: readonly DeliveryJob[]): void;
+  queueCommitted(jobs: readonly JobToAdd[]): void;
 }
 
 /**
@@ -55,7 +55,7 @@ export interface PostOutbox extends PostEventRecorder {
  * @returns each delivery as the job to add, with its endpoint's gate key; none when no endpoint subscribes
  * @throws EncryptionError (shared/webhook) when `data` is empty or not serialisable
  */
-export async function insertPostEventJobs(sequelize: Sequelize, transaction: Transaction, event: PostEventName, data: object): Promise<DeliveryJob[]> {
+export async function insertPostEventJobs(sequelize: Sequelize, transaction: Transaction, event: PostEventName, data: object): Promise<JobToAdd[]> {
   return insertEventDeliveryJobs(sequelize, transaction, { kind: 'post', event, data, ownerUserId: ownerOf(data) });
 }
 

@@ -1,3 +1,3 @@
 export * from './errors';
-export * from './partitions';
+export * from './shards';
 export * from './webhook-queue';

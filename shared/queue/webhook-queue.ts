@@ -3,7 +3,7 @@ import type { RedisClient } from '../redis';
 import type { BaseLogger } from 'pino';
 import type { Config } from '../config';
 import { QueueUnavailableError } from './errors';
-import { currentPartitions, partitionOf, partitionQueueName, partitionsToDrain, recordPartitionCount } from './partitions';
+import { currentShards, recordShardCount, shardOf, shardQueueName, shardsToDrain } from './shards';
 
 /**
  * What a job carries: the delivery id only. The body, the URL and above all the secret
@@ -32,11 +32,11 @@ export interface WebhookJobData {
  */
 export type WebhookJobName = 'deliver' | 'redeliver';
 
-/** The BullMQ queue of one partition (shared/queue/partitions.ts). */
-export type PartitionQueue = Queue<WebhookJobData, void, WebhookJobName>;
+/** The BullMQ queue of one partition (shared/queue/shards.ts). */
+export type ShardQueue = Queue<WebhookJobData, void, WebhookJobName>;
 
 /** A delivery job as BullMQ hands it over. */
-export type WebhookJob = Job<WebhookJobData, void, WebhookJobName>;
+export type WorkerJob = Job<WebhookJobData, void, WebhookJobName>;
 
 /**
  * The `webhooks` queue, split into WEBHOOK_QUEUE_PARTITIONS BullMQ queues (docs/design.md §13.1): the
@@ -52,26 +52,26 @@ export interface WebhookQueue {
   /** The `client`-role connection every partition's queue uses; its owner closes it. */
   readonly connection: RedisClient;
   /** The partition a gate key's deliveries go to now (0 with one partition, else 1..count). */
-  partitionOf(gateKey: string): number;
+  shardOf(gateKey: string): number;
   /** A partition's BullMQ queue, opened on first use and closed by {@link close}. */
-  at(partition: number): PartitionQueue;
+  at(shard: number): ShardQueue;
   /**
-   * Every partition that may hold jobs (partitions.ts `partitionsToDrain`: the current ones and
+   * Every partition that may hold jobs (shards.ts `shardsToDrain`: the current ones and
    * every one up to the highest count ever recorded), ascending.
    * @throws the connection's error while Redis is away
    */
-  partitions(): Promise<number[]>;
+  shards(): Promise<number[]>;
   /**
    * A delivery's job: looked for in `first` (a partition) when given, then in every partition
-   * (its `queueName` says which: partitions.ts `partitionOfQueueName`).
+   * (its `queueName` says which: shards.ts `shardOfQueueName`).
    */
-  getJob(deliveryId: string, first?: number): Promise<WebhookJob | undefined>;
+  getJob(deliveryId: string, first?: number): Promise<WorkerJob | undefined>;
   /** Removes a delivery's job from every partition that holds it (BullMQ `remove`, for tests and operators). */
   remove(deliveryId: string): Promise<void>;
-  /** Job counts by state, summed over every partition; with `byPartition`, per partition too. */
-  getJobCounts(states: readonly JobType[]): Promise<{ total: Record<string, number>; byPartition: Map<number, Record<string, number>> }>;
+  /** Job counts by state, summed over every partition; with `byShard`, per partition too. */
+  getJobCounts(states: readonly JobType[]): Promise<{ total: Record<string, number>; byShard: Map<number, Record<string, number>> }>;
   /** The jobs in `states` of every partition (tests and operators; BullMQ's getJobs per partition). */
-  getJobs(states: JobType[]): Promise<WebhookJob[]>;
+  getJobs(states: JobType[]): Promise<WorkerJob[]>;
   /** Resolves once the current partitions' queues are ready. */
   waitUntilReady(): Promise<void>;
   /** Removes every partition's jobs and keys (BullMQ obliterate), for tests and benchmarks. */
@@ -84,7 +84,7 @@ export interface WebhookQueue {
 export type QueueLogger = Pick<BaseLogger, 'info' | 'warn' | 'debug'>;
 
 /** One job to add: the delivery id is also the BullMQ job id, so adding twice is harmless. */
-export interface DeliveryJob {
+export interface JobToAdd {
   deliveryId: string;
   name?: WebhookJobName;
   /** Milliseconds to wait before the job may run; default 0. */
@@ -150,12 +150,12 @@ export function createWebhookQueue(
 ): WebhookQueue {
   const prefix = config.redisPrefix;
   const count = config.webhookQueuePartitions ?? 1;
-  const queues = new Map<number, PartitionQueue>();
+  const queues = new Map<number, ShardQueue>();
 
-  function at(partition: number): PartitionQueue {
-    let queue = queues.get(partition);
+  function at(shard: number): ShardQueue {
+    let queue = queues.get(shard);
     if (queue) return queue;
-    queue = new Queue(partitionQueueName(partition), {
+    queue = new Queue(shardQueueName(shard), {
       connection,
       prefix,
       defaultJobOptions: DEFAULT_JOB_OPTIONS,
@@ -168,64 +168,64 @@ export function createWebhookQueue(
     });
     // The connection's owner logs its outages; each failed reconnect also arrives here.
     queue.on('error', (error) => logger?.debug({ err: error }, 'webhook queue connection error'));
-    queues.set(partition, queue);
+    queues.set(shard, queue);
     return queue;
   }
 
   const record = () => {
-    recordPartitionCount(connection, prefix, count).catch((error) => logger?.debug({ err: error }, 'could not record the partition count'));
+    recordShardCount(connection, prefix, count).catch((error) => logger?.debug({ err: error }, 'could not record the partition count'));
   };
   if (count > 1) {
     connection.on('ready', record);
     if (connection.status === 'ready') record();
   }
-  const partitions = async () => partitionsToDrain(connection, prefix, count);
+  const shards = async () => shardsToDrain(connection, prefix, count);
 
   return {
     count,
     prefix,
     connection,
-    partitionOf: (gateKey) => partitionOf(gateKey, count),
+    shardOf: (gateKey) => shardOf(gateKey, count),
     at,
-    partitions,
+    shards,
     async getJob(deliveryId, first) {
       // The given partition first, alone: listing every partition costs a command per
-      // possible partition (partitions.ts `partitionsToDrain`), far more than the lookup, and
+      // possible partition (shards.ts `shardsToDrain`), far more than the lookup, and
       // a worker looks a job up in its own partition at every wake-up.
       if (first !== undefined) {
         const job = await at(first).getJob(deliveryId);
         if (job) return job;
       }
-      for (const partition of await partitions()) {
-        if (partition === first) continue;
-        const job = await at(partition).getJob(deliveryId);
+      for (const shard of await shards()) {
+        if (shard === first) continue;
+        const job = await at(shard).getJob(deliveryId);
         if (job) return job;
       }
       return undefined;
     },
     async remove(deliveryId) {
-      for (const partition of await partitions()) await at(partition).remove(deliveryId);
+      for (const shard of await shards()) await at(shard).remove(deliveryId);
     },
     async getJobCounts(states) {
       const total: Record<string, number> = Object.fromEntries(states.map((state) => [state, 0]));
-      const byPartition = new Map<number, Record<string, number>>();
-      for (const partition of await partitions()) {
-        const counts = await at(partition).getJobCounts(...states);
-        byPartition.set(partition, counts);
+      const byShard = new Map<number, Record<string, number>>();
+      for (const shard of await shards()) {
+        const counts = await at(shard).getJobCounts(...states);
+        byShard.set(shard, counts);
         for (const state of states) total[state] += counts[state] ?? 0;
       }
-      return { total, byPartition };
+      return { total, byShard };
     },
     async getJobs(states) {
-      const jobs: WebhookJob[] = [];
-      for (const partition of await partitions()) jobs.push(...(await at(partition).getJobs(states)));
+      const jobs: WorkerJob[] = [];
+      for (const shard of await shards()) jobs.push(...(await at(shard).getJobs(states)));
       return jobs;
     },
     async waitUntilReady() {
-      await Promise.all(currentPartitions(count).map(async (partition) => at(partition).waitUntilReady()));
+      await Promise.all(currentShards(count).map(async (shard) => at(shard).waitUntilReady()));
     },
     async obliterate(options) {
-      for (const partition of await partitions()) await at(partition).obliterate(options);
+      for (const shard of await shards()) await at(shard).obliterate(options);
     },
     async close() {
       connection.off('ready', record);
@@ -241,14 +241,14 @@ export function createWebhookQueue(
  * @throws QueueUnavailableError when the queue's connection is not ready or Redis does not
  *   answer within 2 s; the rows stay pending and the outbox relay adds them later
  */
-export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly DeliveryJob[]): Promise<void> {
+export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly JobToAdd[]): Promise<void> {
   if (jobs.length === 0) return;
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
   // One addBulk per partition: its keys share one slot, as a cluster requires of a MULTI.
   const adding = Promise.all(
-    [...jobsByPartition(queue, jobs)].map(async ([partition, partitionJobs]) =>
-      queue.at(partition).addBulk(
-        partitionJobs.map((job) => ({
+    [...jobsByShard(queue, jobs)].map(async ([shard, shardJobs]) =>
+      queue.at(shard).addBulk(
+        shardJobs.map((job) => ({
           name: job.name ?? 'deliver',
           data: job.gate ? { deliveryId: job.deliveryId, gate: job.gate } : { deliveryId: job.deliveryId },
           opts: {
@@ -282,28 +282,28 @@ export async function addDeliveryJobs(queue: WebhookQueue, jobs: readonly Delive
  * @throws TypeError for a job without a gate key when the queue has several partitions: its
  *   endpoint's partition is unknown (a caller's mistake; queueRecordedDeliveries looks gates up)
  */
-export function partitionOfJob(queue: WebhookQueue, job: Pick<DeliveryJob, 'deliveryId' | 'gate'>): number {
-  if (job.gate !== undefined) return queue.partitionOf(job.gate);
+export function shardOfJob(queue: WebhookQueue, job: Pick<JobToAdd, 'deliveryId' | 'gate'>): number {
+  if (job.gate !== undefined) return queue.shardOf(job.gate);
   if (queue.count === 1) return 0;
   throw new TypeError(`Delivery ${job.deliveryId} has no gate key: with ${queue.count} queue partitions it cannot be queued without one.`);
 }
 
 /**
- * The jobs grouped by the partition each goes to ({@link partitionOfJob}), each group in the
+ * The jobs grouped by the partition each goes to ({@link shardOfJob}), each group in the
  * order given: what one command of a partition (an addBulk, a pipeline) takes, since a Redis
  * Cluster runs one only over keys of one slot.
  *
- * @throws TypeError as {@link partitionOfJob}
+ * @throws TypeError as {@link shardOfJob}
  */
-export function jobsByPartition<J extends Pick<DeliveryJob, 'deliveryId' | 'gate'>>(queue: WebhookQueue, jobs: readonly J[]): Map<number, J[]> {
-  const byPartition = new Map<number, J[]>();
+export function jobsByShard<J extends Pick<JobToAdd, 'deliveryId' | 'gate'>>(queue: WebhookQueue, jobs: readonly J[]): Map<number, J[]> {
+  const byShard = new Map<number, J[]>();
   for (const job of jobs) {
-    const partition = partitionOfJob(queue, job);
-    const group = byPartition.get(partition);
+    const shard = shardOfJob(queue, job);
+    const group = byShard.get(shard);
     if (group) group.push(job);
-    else byPartition.set(partition, [job]);
+    else byShard.set(shard, [job]);
   }
-  return byPartition;
+  return byShard;
 }
 
 /**

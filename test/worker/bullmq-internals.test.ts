@@ -7,7 +7,7 @@ import { ROOT } from '../support/processes';
 import { waitFor } from '../support/wait-for';
 
 /**
- * services/webhook-worker/src/partition-worker.ts subclasses BullMQ's Worker and relies on parts
+ * services/webhook-worker/src/shard-worker.ts subclasses BullMQ's Worker and relies on parts
  * of it that are not its public API: the protected `moveToActive(token, name)` the main loop
  * fetches through, `processJob(job, token, fetchNextCallback)` consulting the callback before it
  * fetches the next job, the `drained` flag that sends the loop to wait on the queue's marker,
@@ -22,7 +22,7 @@ describe('the BullMQ internals the partition worker relies on', () => {
   let worker: Probe | undefined;
   let name = 'bullmq-internals';
 
-  /** A Worker that counts what partition-worker.ts overrides: fetches, and consulted fetch-next callbacks. */
+  /** A Worker that counts what shard-worker.ts overrides: fetches, and consulted fetch-next callbacks. */
   class Probe extends Worker {
     fetches = 0;
     fetchNextAsked = 0;
@@ -44,7 +44,7 @@ describe('the BullMQ internals the partition worker relies on', () => {
     }
   }
 
-  /** The worker's fields partition-worker.ts reads or writes by name. */
+  /** The worker's fields shard-worker.ts reads or writes by name. */
   const internals = (probe: Probe) => probe as unknown as { drained: boolean; waiting: Promise<number> | null; closing: Promise<void> | undefined };
 
   beforeAll(async () => {

@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { addDeliveryJobs, partitionOf } from '../../shared/queue';
+import { addDeliveryJobs, shardOf } from '../../shared/queue';
 import { serializeEnvelope } from '../../shared/webhook';
 import { ArrivalRecorder, startArrivalRecorder } from '../support/arrival-recorder';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
@@ -43,7 +43,7 @@ describe('partitioned queue: partitions taking turns with the slots', () => {
   it('when 3,000 deliveries to 24 endpoints over 12 partitions are queued in chunks, then they arrive without a pause of a second', async () => {
     const endpoints: number[] = [];
     for (let i = 0; i < ENDPOINTS; i += 1) endpoints.push((await addEndpoint(producer.db, `${receiver.url}/hooks/${i}`)).id);
-    expect(new Set(endpoints.map((id) => partitionOf(`e:${id}`, PARTITIONS))).size).toBeGreaterThanOrEqual(8);
+    expect(new Set(endpoints.map((id) => shardOf(`e:${id}`, PARTITIONS))).size).toBeGreaterThanOrEqual(8);
     worker = spawnWorker({
       DATABASE_URL: env.databaseUrl,
       REDIS_URL: env.redisUrl,

@@ -1,7 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../shared/config';
-import { partitionOf, partitionOfQueueName } from '../../shared/queue';
+import { shardOf, shardOfQueueName } from '../../shared/queue';
 import { deleteKeysByPrefix } from '../../shared/redis';
 import { TestEnvironment, createTestEnvironment } from '../support/environment';
 import { RecordingServer, startRecordingServer } from '../support/recording-server';
@@ -75,7 +75,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13.1)', () =
     try {
       const endpoints = [];
       for (let i = 0; i < 12; i += 1) endpoints.push(await addEndpoint(producer.db, `${slow.url}/hooks/${i}`));
-      expect(new Set(endpoints.map(({ id }) => partitionOf(`e:${id}`, 6))).size).toBeGreaterThanOrEqual(4);
+      expect(new Set(endpoints.map(({ id }) => shardOf(`e:${id}`, 6))).size).toBeGreaterThanOrEqual(4);
       await recordPosts(producer, [1, 2, 3]);
 
       running = startWorker(env.config, producer.db);
@@ -115,7 +115,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13.1)', () =
       // An endpoint of another partition, for post.updated only.
       for (;;) {
         const other = await addEndpoint(producer.db, `${fast.url}/hooks/other`, { events: ['post.updated'] });
-        if (partitionOf(`e:${other.id}`, 6) !== partitionOf(`e:${busy.id}`, 6)) break;
+        if (shardOf(`e:${other.id}`, 6) !== shardOf(`e:${busy.id}`, 6)) break;
         await producer.db.models.WebhookEndpoint.destroy({ where: { id: other.id } });
       }
 
@@ -141,7 +141,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13.1)', () =
       const endpoints: { id: number }[] = [];
       for (let i = 0; endpoints.length < 4; i += 1) {
         const endpoint = await addEndpoint(before.db, `${receiver.url}/hooks/${i}`);
-        if (partitionOf(`e:${endpoint.id}`, 4) >= 3) endpoints.push(endpoint);
+        if (shardOf(`e:${endpoint.id}`, 4) >= 3) endpoints.push(endpoint);
         else await before.db.models.WebhookEndpoint.destroy({ where: { id: endpoint.id } });
       }
       await recordPosts(before, [1, 2, 3, 4, 5]);
@@ -149,13 +149,13 @@ describe('webhook worker over a partitioned queue (docs/design.md §13.1)', () =
         const jobs = await before.queue.getJobs(['waiting']);
         return jobs.length === 20 && jobs;
       }, 10_000, '20 jobs queued');
-      expect(new Set(waiting.map((job) => partitionOfQueueName(job.queueName)))).toEqual(new Set([3, 4]));
+      expect(new Set(waiting.map((job) => shardOfQueueName(job.queueName)))).toEqual(new Set([3, 4]));
 
       // Without its relay, which would also queue the deliveries again into partitions 1 and 2.
       running = startWorker(two, before.db, { relay: false });
       const delivered = () => new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size;
       await waitFor(() => delivered() === 20, 20_000, 'every delivery sent');
-      expect(running.worker.partitions).toEqual([1, 2, 3, 4]);
+      expect(running.worker.shards).toEqual([1, 2, 3, 4]);
       await waitFor(async () => (await deliveryRows(before.db)).every((row) => row.status === 'succeeded'), 10_000, 'every delivery succeeded');
       await running.close();
       running = undefined;
@@ -169,7 +169,7 @@ describe('webhook worker over a partitioned queue (docs/design.md §13.1)', () =
         expect((await after.outbox.relayOnce()).swept).toBe(true);
         const requeued = await after.queue.getJobs(['waiting']);
         expect(requeued).toHaveLength(20);
-        for (const job of requeued) expect(partitionOfQueueName(job.queueName)).toBe(partitionOf(job.data.gate ?? '', 2));
+        for (const job of requeued) expect(shardOfQueueName(job.queueName)).toBe(shardOf(job.data.gate ?? '', 2));
       } finally {
         await after.close();
       }

@@ -3,7 +3,7 @@ import Fastify, { FastifyInstance } from 'fastify';
 import { publishCredentialChange } from '../../../shared/auth/credential-changes';
 import type { Config } from '../../../shared/config';
 import { createDatabase, Database } from '../../../shared/db';
-import { PartitionKeeper, startPartitionKeeper } from '../../../shared/db/partition-keeper';
+import { DayPartitionKeeper, startDayPartitionKeeper } from '../../../shared/db/partition-keeper';
 import { databasePlugin } from '../../../shared/http/database-plugin';
 import { loggerOptions } from '../../../shared/logging';
 import { healthRoutes } from '../../../shared/http/health-routes';
@@ -111,12 +111,12 @@ export function buildApp(config: Config, deps: AppDeps = {}): FastifyInstance {
   app.register(databasePlugin, { database });
   app.register(redisPlugin, { redis });
   app.register(listReaderPlugin, { config, primary: database, metrics });
-  let keeper: PartitionKeeper | undefined;
+  let keeper: DayPartitionKeeper | undefined;
   app.addHook('onReady', async () => {
     outbox.startRelay();
     // docs/design.md §3.5: every process keeps the day partitions ahead, at start and every
     // MAINTENANCE_INTERVAL_MS. A database that is away does not stop the api: the next check retries.
-    keeper = startPartitionKeeper({ sequelize: database.sequelize, logger: app.log, intervalMs: config.maintenanceIntervalMs });
+    keeper = startDayPartitionKeeper({ sequelize: database.sequelize, logger: app.log, intervalMs: config.maintenanceIntervalMs });
     await keeper.check();
   });
   // Before the Redis connection it uses is closed by the redis plugin's own hook, and the database by its own.

@@ -21,10 +21,10 @@ export async function collectQueueMetrics(metrics: Metrics, queue: WebhookQueue,
   // Second, so the outbox figure is still current while Redis is away and this rejects.
   // BullMQ would wait for a connection that is not ready yet, holding the scrape.
   if (!isQueueReady(queue)) throw new QueueUnavailableError('Redis is not connected.');
-  const { byPartition } = await queue.getJobCounts([...QUEUE_STATES]);
+  const { byShard } = await queue.getJobCounts([...QUEUE_STATES]);
   // A partition no longer drained (its record reset) must not keep its last figures.
   metrics.queueJobs.reset();
-  for (const [partition, counts] of byPartition) {
-    for (const state of QUEUE_STATES) metrics.queueJobs.set({ state, partition: String(partition) }, counts[state] ?? 0);
+  for (const [shard, counts] of byShard) {
+    for (const state of QUEUE_STATES) metrics.queueJobs.set({ state, partition: String(shard) }, counts[state] ?? 0);
   }
 }

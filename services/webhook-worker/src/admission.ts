@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import { DEFERRED_PRIORITY } from '../../../shared/queue';
+import { DEFERRED_PRIORITY, type WorkerJob } from '../../../shared/queue';
 import { AttemptVerdict, GateDecision, gateKeyOf } from '../../../shared/endpoint-gate';
 import { EndpointRateLimiter, RATE_SLOT_TOLERANCE_MS } from '../../../shared/endpoint-gate';
 import { announceCircuitOpened } from './circuit-notices';
-import type { Decision, DeliveryJob } from './decisions';
+import type { Decision } from './decisions';
 import { jobIdOf } from './decisions';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 import { linePlace } from './fifo-line';
@@ -52,7 +52,7 @@ export interface AdmissionOptions {
   store: DeliveryStore;
   logger: Logger;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
   /** Queues deliveries the worker itself recorded (`endpoint.failing` when a circuit opens); must not throw. */
   queueNotices(deliveryIds: string[]): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
@@ -67,7 +67,7 @@ export interface Admission {
    * @returns `send` with the lease, or with none: the job claims first (no gate key yet, or the
    *   gate answered `line`: only a FIFO line's head goes on); else the park or postponement of a refused job
    */
-  beforeClaim(job: DeliveryJob, scope: JobScope): Promise<Admitted>;
+  beforeClaim(job: WorkerJob, scope: JobScope): Promise<Admitted>;
   /**
    * After the claim: the claimed delivery's gate key's lease (`held` kept when it is that key's,
    * else returned and asked again, with the delivery's place in its line), then the endpoint's
@@ -75,7 +75,7 @@ export interface Admission {
    * @returns `send` with the lease; else the park or postponement (the job's new data and
    *   priority with it), with the lease still held, if any
    */
-  afterClaim(job: DeliveryJob, scope: JobScope, delivery: ClaimedDelivery, held: Lease | undefined): Promise<Admitted>;
+  afterClaim(job: WorkerJob, scope: JobScope, delivery: ClaimedDelivery, held: Lease | undefined): Promise<Admitted>;
   /**
    * Waits, within the endpoint's rate limit, until one more request of this attempt may leave
    * (a 401 sent again with a fresh token, docs/design.md §14.4), and records it as a start of its own.
@@ -113,7 +113,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
    *
    * @param data - the job's new data, when the refusal is the first to know its gate key
    */
-  function refused(job: DeliveryJob, scope: JobScope, gateKey: string, decision: Extract<GateDecision, { granted: false }>, changes: { data?: DeliveryJob['data']; priority?: number } = {}): Decision {
+  function refused(job: WorkerJob, scope: JobScope, gateKey: string, decision: Extract<GateDecision, { granted: false }>, changes: { data?: WorkerJob['data']; priority?: number } = {}): Decision {
     if (decision.reason === 'rate') return waitForRateSlot(job, gateKey, decision.waitMs, decision.limitPerS, changes.priority);
     if (decision.reason === 'open') return { kind: 'postpone', at: Date.now() + decision.waitMs + between(random, [0, 1_000]), ...changes };
     const parkMs = decision.reason === 'probing' ? decision.waitMs + decision.failedProbeOpeningMs : GATE_PARK_MS;
@@ -125,7 +125,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
    * Whether the job woke for the rate-limit slot it reserved (a retry, or a job much later, a
    * wait behind the cap say, reserves again); the gate still checks the last second's attempts.
    */
-  function holdsRateSlot(job: DeliveryJob): boolean {
+  function holdsRateSlot(job: WorkerJob): boolean {
     const { rateSlot: slot, rateLimit: limit } = job.data;
     if (slot === undefined || limit === undefined) return false;
     const late = Date.now() - slot;
@@ -133,7 +133,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
   }
 
   /** Waits for the rate-limit slot the job was given, without an attempt. */
-  function waitForRateSlot(job: DeliveryJob, gateKey: string, waitMs: number, limitPerS: number, priority?: number): Decision {
+  function waitForRateSlot(job: WorkerJob, gateKey: string, waitMs: number, limitPerS: number, priority?: number): Decision {
     const slot = Date.now() + waitMs;
     logger.debug({ deliveryId: job.data.deliveryId, slot: new Date(slot) }, 'endpoint rate limit: waiting for the reserved slot');
     return { kind: 'postpone', at: slot, data: { deliveryId: job.data.deliveryId, gate: gateKey, rateSlot: slot, rateLimit: limitPerS }, ...(priority === undefined ? {} : { priority }) };
@@ -200,7 +200,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
         if (change !== 'none') log.warn({ gate: lease.gateKey }, change === 'opened' ? 'circuit opened' : 'circuit closed');
         if (change === 'opened') await announceCircuitOpened(options.store, options.queueNotices, lease.gateKey, lease.originEpoch, log);
         // Parked with this partition's gate, so by jobs of this partition.
-        if (woken.length > 0) await options.wake(woken, scope.partition);
+        if (woken.length > 0) await options.wake(woken, scope.shard);
       } catch (error) {
         // The lease expires by itself; the circuit misses one verdict.
         log.warn({ err: error, gate: lease.gateKey }, 'could not return the endpoint lease');

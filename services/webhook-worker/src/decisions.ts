@@ -1,13 +1,10 @@
-import { DelayedError, Job } from 'bullmq';
+import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
-import type { WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import type { WebhookJobData, WorkerJob } from '../../../shared/queue';
 import type { DeliveryStore } from './delivery-store';
 
-/** A delivery job as the worker's processor handles it. */
-export type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
-
 /** The job's id, which is its delivery's id: the lease token of its gate lease. */
-export function jobIdOf(job: DeliveryJob): string {
+export function jobIdOf(job: WorkerJob): string {
   return job.id ?? job.data.deliveryId;
 }
 
@@ -43,20 +40,20 @@ export type Outcome = Exclude<Decision, { kind: 'send' }>;
 
 /** The job a decision is applied to, and what its attempt holds. */
 export interface Applied {
-  job: DeliveryJob;
+  job: WorkerJob;
   /** BullMQ's lock token of the running job (undefined outside a worker, as BullMQ allows). */
   lockToken: string | undefined;
   /** The delivery id this attempt claimed and still holds `delivering`, if any. */
   claimed: string | undefined;
   /** Where the job's partition is, for a wake of its own. */
-  partition: number;
+  shard: number;
   log: Logger;
 }
 
 export interface DecisionApplierOptions {
   store: DeliveryStore;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
 }
 
 /**
@@ -74,14 +71,14 @@ export interface DecisionApplierOptions {
 export function createDecisionApplier(options: DecisionApplierOptions): (decision: Outcome, applied: Applied) => Promise<void> {
   const { store } = options;
 
-  async function moveBack(job: DeliveryJob, lockToken: string | undefined, claimed: string | undefined, at: number, changes: JobChanges): Promise<void> {
+  async function moveBack(job: WorkerJob, lockToken: string | undefined, claimed: string | undefined, at: number, changes: JobChanges): Promise<void> {
     if (claimed !== undefined) await store.unclaim(claimed);
     if (changes.data) await job.updateData(changes.data);
     if (changes.priority !== undefined && job.priority !== changes.priority) await job.changePriority({ priority: changes.priority });
     await job.moveToDelayed(Math.round(at), lockToken);
   }
 
-  return async function apply(decision, { job, lockToken, claimed, partition, log }) {
+  return async function apply(decision, { job, lockToken, claimed, shard, log }) {
     switch (decision.kind) {
       case 'done':
         return;
@@ -95,7 +92,7 @@ export function createDecisionApplier(options: DecisionApplierOptions): (decisio
       case 'park':
         await moveBack(job, lockToken, claimed, decision.until, decision);
         try {
-          if (await decision.recheck()) await options.wake([job.data.deliveryId], partition);
+          if (await decision.recheck()) await options.wake([job.data.deliveryId], shard);
         } catch (error) {
           log.warn({ err: error }, 'could not check a parked job again; it runs when its parking ends');
         }

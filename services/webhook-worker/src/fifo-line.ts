@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { LinePlace } from '../../../shared/endpoint-gate';
 import type { JobScope } from './job-scope';
-import type { DeliveryJob, Outcome } from './decisions';
+import type { WorkerJob } from '../../../shared/queue';
+import type { Outcome } from './decisions';
 import type { ClaimedDelivery, DeliveryStore } from './delivery-store';
 
 /**
@@ -14,7 +15,7 @@ export const FIFO_PARK_MS = 30_000;
 export interface FifoLineOptions {
   store: DeliveryStore;
   /** Makes these parked jobs runnable now; `partition` is where to look first. */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
 }
 
 /** A FIFO endpoint's line as the worker keeps it (see {@link createFifoLine}). */
@@ -25,7 +26,7 @@ export interface FifoLine {
    * `passed`: the gate key whose gate let the job through before the claim, which for a
    * delivery behind its line's head means the gate took the endpoint for unordered.
    */
-  waitTurn(job: DeliveryJob, scope: JobScope, passed: string | undefined, log: Logger): Promise<Outcome>;
+  waitTurn(job: WorkerJob, scope: JobScope, passed: string | undefined, log: Logger): Promise<Outcome>;
   /** The delivery after this one in its FIFO line, now that this one ended; null for none (or not FIFO). Never throws. */
   nextAfter(delivery: ClaimedDelivery, log: Logger): Promise<string | null>;
   /** Wakes the line's next delivery. Never throws: a lost wake-up ends with the parking. */
@@ -77,7 +78,7 @@ export function createFifoLine(options: FifoLineOptions): FifoLine {
     async wake(next, scope, log) {
       try {
         // Same endpoint, so same partition, unless the count changed since: then wake looks further.
-        await options.wake([next], scope.partition);
+        await options.wake([next], scope.shard);
       } catch (error) {
         log.warn({ err: error }, 'could not wake the next FIFO delivery; it runs when its parking ends');
       }

@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     .waitUntilReady()
     .then(() =>
       logger.info(
-        { concurrency: config.workerConcurrency, queue: 'webhooks', partitions: worker.partitions, egressProxy: describeProxy(config) },
+        { concurrency: config.workerConcurrency, queue: 'webhooks', partitions: worker.shards, egressProxy: describeProxy(config) },
         'webhook worker ready',
       ),
     )

@@ -2,10 +2,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../../../shared/config';
 import type { AttemptVerdict } from '../../../shared/endpoint-gate';
 import type { Metrics } from '../../../shared/metrics';
-import { RETRY_PRIORITY, partitionOfQueueName } from '../../../shared/queue';
+import { RETRY_PRIORITY, type WorkerJob, shardOfQueueName } from '../../../shared/queue';
 import { Lease, admittedToSend, createAdmission } from './admission';
-import { DeliveryJob, Outcome, createDecisionApplier } from './decisions';
-import type { JobScope, PartitionGates } from './job-scope';
+import { Outcome, createDecisionApplier } from './decisions';
+import type { JobScope, ShardGates } from './job-scope';
 import { ClaimedDelivery, DeliveryStore, postponesAttempt } from './delivery-store';
 import type { Destinations } from './destinations';
 import { createFifoLine } from './fifo-line';
@@ -14,8 +14,7 @@ import type { RetryPolicy } from './retry-policy';
 import { signedMessageOf } from './sign-delivery';
 import { between, outageWaitMs } from './waits';
 
-export type { PartitionGates } from './job-scope';
-export type { DeliveryJob } from './decisions';
+export type { ShardGates } from './job-scope';
 
 export interface DeliveryProcessorOptions {
   config: Pick<Config, 'appKey' | 'webhookSalt' | 'workerConcurrency'>;
@@ -27,7 +26,7 @@ export interface DeliveryProcessorOptions {
    * The endpoint gate and rate limiter of a queue partition (their keys live in it): a job
    * always uses those of the partition it sits in (docs/design.md §13.1).
    */
-  gates(partition: number): PartitionGates;
+  gates(shard: number): ShardGates;
   logger: Logger;
   metrics?: Metrics;
   /** Queues deliveries the worker itself recorded (operational events, docs/design.md §6.6); must not throw. */
@@ -37,7 +36,7 @@ export interface DeliveryProcessorOptions {
    * again when Redis lost them): a FIFO endpoint's next in line, once the one ahead ended, and
    * the jobs a gate release woke. `partition` is where to look first: the waking job's.
    */
-  wake(deliveryIds: string[], partition: number): Promise<void>;
+  wake(deliveryIds: string[], shard: number): Promise<void>;
   /** Uniform in [0, 1); tests pin it. */
   random?: () => number;
 }
@@ -100,7 +99,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     return { kind: 'postpone', at: Date.now() + delayMs * between(random, [0.8, 1.2]) };
   }
 
-  async function attempt(job: DeliveryJob, lockToken: string | undefined, scope: JobScope, log: Logger): Promise<void> {
+  async function attempt(job: WorkerJob, lockToken: string | undefined, scope: JobScope, log: Logger): Promise<void> {
     let lease: Lease | undefined;
     let verdict: AttemptVerdict = 'neutral';
     /** The delivery claimed, whose end moves its FIFO line on. */
@@ -155,7 +154,7 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
         decision = databaseDown(error, log);
         holdsClaim = false;
       }
-      const applied = { job, lockToken, partition: scope.partition, log };
+      const applied = { job, lockToken, shard: scope.shard, log };
       try {
         await apply(decision, { ...applied, claimed: holdsClaim ? job.data.deliveryId : undefined });
       } catch (error) {
@@ -172,16 +171,16 @@ export function createDeliveryProcessor(options: DeliveryProcessorOptions) {
     }
   }
 
-  return async function processDelivery(job: DeliveryJob, lockToken?: string): Promise<void> {
+  return async function processDelivery(job: WorkerJob, lockToken?: string): Promise<void> {
     const log = logger.child({ deliveryId: job.data.deliveryId });
     const retry = job.priority === RETRY_PRIORITY;
-    const partition = partitionOfQueueName(job.queueName);
+    const shard = shardOfQueueName(job.queueName);
     if (retry && retriesInFlight >= retrySlots) {
-      return apply({ kind: 'postpone', at: Date.now() + between(random, RETRY_SLOT_WAIT_MS) }, { job, lockToken, claimed: undefined, partition, log });
+      return apply({ kind: 'postpone', at: Date.now() + between(random, RETRY_SLOT_WAIT_MS) }, { job, lockToken, claimed: undefined, shard, log });
     }
     if (retry) retriesInFlight += 1;
     try {
-      return await attempt(job, lockToken, { partition, ...options.gates(partition) }, log);
+      return await attempt(job, lockToken, { shard, ...options.gates(shard) }, log);
     } finally {
       if (retry) retriesInFlight -= 1;
     }

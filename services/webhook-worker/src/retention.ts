@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { QueryTypes, Sequelize } from 'sequelize';
 import type { Config } from '../../../shared/config';
 import { countOf, holdsUnfinished } from '../../../shared/deliveries/retention-checks';
-import { DAY_MS, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, partitionName, pruneLegacyPartition } from '../../../shared/db/partitions';
+import { DAY_MS, dayPartitionName, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, pruneLegacyPartition } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
 
@@ -126,11 +126,11 @@ export function createRetention(options: RetentionOptions): Retention {
    * @throws a lock timeout (SQLSTATE 55P03) when the tables stayed busy
    */
   async function dropDay(day: Date): Promise<{ deliveries: number; failed: number } | null> {
-    const deliveries = partitionName('webhook_deliveries', day);
+    const deliveries = dayPartitionName('webhook_deliveries', day);
     if (await holdsUnfinished(sequelize, deliveries)) return null;
     await sequelize.query(
       `UPDATE webhook_deliveries d SET body = e.body
-         FROM ${partitionName('webhook_events', day)} e
+         FROM ${dayPartitionName('webhook_events', day)} e
         WHERE d.event_id = e.id AND d.created_at >= $1 AND d.body IS NULL`,
       { bind: [new Date(day.getTime() + DAY_MS)] },
     );
@@ -138,7 +138,7 @@ export function createRetention(options: RetentionOptions): Retention {
       .transaction(async (transaction) => {
         await sequelize.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`, { transaction });
         for (const table of DAY_TABLES) {
-          await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${partitionName(table, day)}`, { transaction });
+          await sequelize.query(`ALTER TABLE ${table} DETACH PARTITION ${dayPartitionName(table, day)}`, { transaction });
         }
         // The detached table is out of every statement's reach now: what it holds is final.
         if (await holdsUnfinished(sequelize, deliveries, transaction)) throw new DayKept();
@@ -149,7 +149,7 @@ export function createRetention(options: RetentionOptions): Retention {
         throw error;
       });
     if (!counts) return null;
-    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE IF EXISTS ${partitionName(table, day)}`);
+    for (const table of DAY_TABLES) await sequelize.query(`DROP TABLE IF EXISTS ${dayPartitionName(table, day)}`);
     return counts;
   }
 

@@ -9,18 +9,18 @@ import {
   WebhookJobName,
   WebhookQueue,
   createWebhookQueue,
-  currentPartitions,
-  partitionQueueName,
+  currentShards,
+  shardQueueName,
 } from '../../../shared/queue';
 import { queueRecordedDeliveries } from '../../../shared/deliveries/enqueue';
 import { Outbox, createOutbox } from '../../../shared/deliveries/outbox';
-import { startPartitionKeeper } from '../../../shared/db/partition-keeper';
+import { startDayPartitionKeeper } from '../../../shared/db/partition-keeper';
 import { createRedis, describeRedisTarget, logRedisOutages, RedisClient, redisPrimaryOf } from '../../../shared/redis';
 import { createSlotPool } from './slot-pool';
 import { createDeliveryStore } from './delivery-store';
 import { createDestinations } from './destinations';
-import { PartitionWorker } from './partition-worker';
-import { PartitionGates, createDeliveryProcessor } from './process-delivery';
+import { ShardWorker } from './shard-worker';
+import { ShardGates, createDeliveryProcessor } from './process-delivery';
 import { Retention, createRetention } from './retention';
 import { createRetryPolicy } from './retry-policy';
 import { traceDeliveryJobs } from './tracing';
@@ -54,10 +54,10 @@ export interface WebhookWorker {
   readonly recreations: number;
   /** The BullMQ worker of the first partition drained now; the watchdog may replace it. */
   readonly current: Worker<WebhookJobData, void, WebhookJobName>;
-  /** The partitions this worker drains now, ascending. */
-  readonly partitions: number[];
+  /** The queue shards this worker drains now, ascending. */
+  readonly shards: number[];
   /** Looks again for partitions to drain (a change of the count elsewhere); runs every 10 s by itself. */
-  refreshPartitions(): Promise<void>;
+  refreshShards(): Promise<void>;
   /** The producer side this worker uses for its own deliveries (notices) and the relay. */
   readonly queue: WebhookQueue;
   readonly outbox: Outbox;
@@ -78,7 +78,7 @@ export interface WebhookWorker {
 /** One BullMQ worker per partition, over one command connection; the watchdog replaces them together. */
 interface Instance {
   connection: RedisClient;
-  workers: Map<number, { worker: PartitionWorker; blocking?: { status: string } }>;
+  workers: Map<number, { worker: ShardWorker; blocking?: { status: string } }>;
 }
 
 /** Several lock renewals must be missed before a live job counts as stalled (BullMQ docs, "Stalled Jobs"). */
@@ -86,7 +86,7 @@ const MAX_STALLED_COUNT = 5;
 /** An endpoint lease outlives the attempt's timeout by this much (recording it), then expires by itself. */
 const LEASE_MARGIN_MS = 10_000;
 /** How often a worker looks for partitions a change of the count added, ms. */
-const PARTITIONS_REFRESH_MS = 10_000;
+const SHARDS_REFRESH_MS = 10_000;
 
 /**
  * Starts one BullMQ worker per partition of the `webhooks` queue that may hold jobs (the
@@ -115,16 +115,16 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       breakerFailures: config.webhookBreakerFailures,
       leaseTtlMs: config.webhookTimeoutMs + LEASE_MARGIN_MS,
     },
-    { batchAcrossPartitions: config.redisClusterNodes.length === 0 },
+    { batchAcrossShards: config.redisClusterNodes.length === 0 },
   );
   const limiters = new Map<number, EndpointRateLimiter>();
-  const gatesOf = (partition: number): PartitionGates => {
-    let rateLimiter = limiters.get(partition);
+  const gatesOf = (shard: number): ShardGates => {
+    let rateLimiter = limiters.get(shard);
     if (!rateLimiter) {
-      rateLimiter = createEndpointRateLimiter(client, config.redisPrefix, partition);
-      limiters.set(partition, rateLimiter);
+      rateLimiter = createEndpointRateLimiter(client, config.redisPrefix, shard);
+      limiters.set(shard, rateLimiter);
     }
-    return { gate: gateOf(partition), rateLimiter };
+    return { gate: gateOf(shard), rateLimiter };
   };
   const outbox = createOutbox({
     db: options.db,
@@ -140,16 +140,16 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     policy: createRetryPolicy(config.webhookRetrySchedule, options.random),
     gates: gatesOf,
     queueNotices: (ids) => queueRecordedDeliveries({ db: options.db, queue, logger }, ids),
-    wake: (ids, partition) => wakeDeliveries(ids, partition),
+    wake: (ids, shard) => wakeDeliveries(ids, shard),
     logger,
     metrics: options.metrics,
     random: options.random,
   });
   if (options.relay ?? true) outbox.startRelay();
 
-  async function wakeDeliveries(ids: string[], partition: number): Promise<void> {
+  async function wakeDeliveries(ids: string[], shard: number): Promise<void> {
     for (const id of ids) {
-      const job = await queue.getJob(id, partition);
+      const job = await queue.getJob(id, shard);
       if (!job) {
         await queueRecordedDeliveries({ db: options.db, queue, logger }, [id]);
         continue;
@@ -159,18 +159,18 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
   }
   // docs/design.md §3.5: the day partitions ahead, at start and every MAINTENANCE_INTERVAL_MS, whatever Redis holds.
-  const keeper = startPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
+  const keeper = startDayPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
   const retention = createRetention({ config, sequelize: options.db.sequelize, logger, metrics: options.metrics, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
   const graceMs = options.watchdog?.graceMs ?? 30_000;
 
-  let partitions = currentPartitions(queue.count);
+  let shards = currentShards(queue.count);
   let closing = false;
 
-  function drain(instance: Instance, partition: number, outages: { down: boolean }): void {
-    const worker = new PartitionWorker(
-      partitionQueueName(partition),
+  function drain(instance: Instance, shard: number, outages: { down: boolean }): void {
+    const worker = new ShardWorker(
+      shardQueueName(shard),
       tracedProcessor,
       {
         connection: instance.connection,
@@ -181,11 +181,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       },
       pool,
     );
-    const entry: { worker: PartitionWorker; blocking?: { status: string } } = { worker };
-    instance.workers.set(partition, entry);
+    const entry: { worker: ShardWorker; blocking?: { status: string } } = { worker };
+    instance.workers.set(shard, entry);
     // During an outage BullMQ repeats each failed reconnect here too: the outage log has it.
     worker.on('error', (error) =>
-      outages.down ? logger.debug({ err: error, partition }, 'webhook worker error') : logger.warn({ err: error, partition }, 'webhook worker error'),
+      outages.down ? logger.debug({ err: error, partition: shard }, 'webhook worker error') : logger.warn({ err: error, partition: shard }, 'webhook worker error'),
     );
     worker.on('failed', (job, error) => {
       logger.error({ deliveryId: job?.data.deliveryId, err: error }, 'delivery job failed; BullMQ retries it');
@@ -195,7 +195,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       .then(async () => {
         entry.blocking = await worker.getBackend().blockingClient;
       })
-      .catch((error) => logger.warn({ err: error, partition }, 'webhook worker did not become ready'));
+      .catch((error) => logger.warn({ err: error, partition: shard }, 'webhook worker did not become ready'));
   }
 
   const outagesOf = new WeakMap<Instance, { down: boolean }>();
@@ -204,7 +204,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const outages = logRedisOutages(connection, logger, `Redis at ${describeRedisTarget(config)}`, 'no deliveries until it answers');
     const instance: Instance = { connection, workers: new Map() };
     outagesOf.set(instance, outages);
-    for (const partition of partitions) drain(instance, partition, outages);
+    for (const shard of shards) drain(instance, shard, outages);
     return instance;
   }
 
@@ -227,17 +227,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let refreshing: Promise<void> | undefined;
 
   /** Starts draining the partitions a change of the count added; they are never dropped while the process runs. */
-  async function refreshPartitions(): Promise<void> {
-    const found = await queue.partitions();
-    const added = found.filter((partition) => !partitions.includes(partition));
+  async function refreshShards(): Promise<void> {
+    const found = await queue.shards();
+    const added = found.filter((shard) => !shards.includes(shard));
     if (added.length === 0 || closing) return;
-    partitions = [...partitions, ...added].sort((a, b) => a - b);
+    shards = [...shards, ...added].sort((a, b) => a - b);
     logger.info({ partitions: added }, 'draining queue partitions a change of WEBHOOK_QUEUE_PARTITIONS left');
     const outages = outagesOf.get(current) ?? { down: false };
-    for (const partition of added) drain(current, partition, outages);
+    for (const shard of added) drain(current, shard, outages);
   }
   const refresh = () => {
-    refreshing ??= refreshPartitions()
+    refreshing ??= refreshShards()
       .catch((error) => logger.debug({ err: error }, 'could not look for queue partitions; trying again later'))
       .finally(() => {
         refreshing = undefined;
@@ -246,7 +246,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   // At once when the connection is (back) up: a fresh one refuses commands until then.
   client.on('ready', refresh);
   if (client.status === 'ready') refresh();
-  const refresher = setInterval(refresh, PARTITIONS_REFRESH_MS);
+  const refresher = setInterval(refresh, SHARDS_REFRESH_MS);
   refresher.unref();
   let recreations = 0;
   let notReadySince: number | undefined;
@@ -278,10 +278,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     get current() {
       return [...current.workers.values()][0].worker;
     },
-    get partitions() {
-      return [...partitions];
+    get shards() {
+      return [...shards];
     },
-    async refreshPartitions() {
+    async refreshShards() {
       refresh();
       await refreshing;
     },
@@ -295,7 +295,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       if (primary) options.metrics?.redisPrimary.set({ address: primary }, 1);
       const gauge = options.metrics?.circuitState;
       if (!gauge) return;
-      const circuits = await listOpenCircuits(client, config.redisPrefix, partitions);
+      const circuits = await listOpenCircuits(client, config.redisPrefix, shards);
       gauge.reset();
       for (const { gateKey, state } of circuits) gauge.set({ gate: gateKey, state }, state === 'open' ? 1 : 0.5);
     },

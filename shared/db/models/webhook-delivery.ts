@@ -1,4 +1,5 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
+import type { HmacAlgo } from '../../webhook/signing';
 import { keyOf } from '../partitions';
 
 export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'failed';
@@ -23,7 +24,7 @@ export class WebhookDelivery extends Model<InferAttributes<WebhookDelivery>, Inf
   declare headers: CreationOptional<Record<string, string>>;
   /** Secret of an ad-hoc send; endpoint deliveries use the endpoint's current secret. */
   declare secret: CreationOptional<string | null>;
-  declare algo: CreationOptional<'sha256' | 'sha384' | 'sha512'>;
+  declare algo: CreationOptional<HmacAlgo>;
   declare signatureHeader: CreationOptional<string>;
   declare status: CreationOptional<DeliveryStatus>;
   declare attempts: CreationOptional<number>;

@@ -244,8 +244,8 @@ export async function updateEndpoint(
   if (moved !== null && deps) {
     const { queue } = deps;
     await queue
-      .partitions()
-      .then((partitions) => closeCircuitOfMovedEndpoint(queue.connection, queue.prefix, id, partitions, moved))
+      .shards()
+      .then((shards) => closeCircuitOfMovedEndpoint(queue.connection, queue.prefix, id, shards, moved))
       .catch((error: unknown) => deps.logger?.warn({ err: error, endpointId: id }, 'could not close the circuit of a moved endpoint; the worker ignores it'));
   }
   if (notices.length > 0 && deps) await queueRecordedDeliveries(deps, notices);

@@ -4,7 +4,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import fastifyBasicAuth from '@fastify/basic-auth';
 import type { FastifyPluginAsync } from 'fastify';
-import { currentPartitions, type WebhookQueue } from '../../../../shared/queue';
+import { currentShards, type WebhookQueue } from '../../../../shared/queue';
 
 export interface AdminQueuesOptions {
   queue: WebhookQueue;
@@ -16,7 +16,7 @@ export interface AdminQueuesOptions {
 export const ADMIN_QUEUES_PATH = '/admin/queues';
 
 /** How often the board looks for partitions added since (a change of WEBHOOK_QUEUE_PARTITIONS), ms. */
-const PARTITIONS_REFRESH_MS = 10_000;
+const SHARDS_REFRESH_MS = 10_000;
 
 /**
  * Bull Board for the `webhooks` queue, one entry per partition that may hold jobs (docs/design.md §13.1;
@@ -40,13 +40,13 @@ export const adminQueuesPlugin: FastifyPluginAsync<AdminQueuesOptions> = async (
   serverAdapter.setBasePath(ADMIN_QUEUES_PATH);
   const adapters = async () => {
     // While Redis is away the current partitions stand in for every one.
-    const partitions = await queue.partitions().catch(() => currentPartitions(queue.count));
-    return partitions.map((partition) => new BullMQAdapter(queue.at(partition)));
+    const shards = await queue.shards().catch(() => currentShards(queue.count));
+    return shards.map((shard) => new BullMQAdapter(queue.at(shard)));
   };
   const board = createBullBoard({ queues: await adapters(), serverAdapter });
   let refreshedAt = Date.now();
   app.addHook('preHandler', async () => {
-    if (Date.now() - refreshedAt < PARTITIONS_REFRESH_MS) return;
+    if (Date.now() - refreshedAt < SHARDS_REFRESH_MS) return;
     refreshedAt = Date.now();
     board.replaceQueues(await adapters());
   });

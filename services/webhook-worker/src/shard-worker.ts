@@ -1,9 +1,7 @@
-import { Job, Processor, Worker, WorkerOptions } from 'bullmq';
-import type { WebhookJobData, WebhookJobName } from '../../../shared/queue';
+import { Processor, Worker, WorkerOptions } from 'bullmq';
+import type { WebhookJobData, WebhookJobName, WorkerJob } from '../../../shared/queue';
 import type { RedisClient } from '../../../shared/redis';
 import type { SlotPool } from './slot-pool';
-
-type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
 
 /**
  * A BullMQ worker on one queue partition that takes a job only with a slot of the process's
@@ -18,14 +16,14 @@ type DeliveryJob = Job<WebhookJobData, void, WebhookJobName>;
  * its share while others idle. Why not a semaphore inside the processor: BullMQ would have
  * moved the jobs to active already, hoarding them from other workers while they wait.
  */
-export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName> {
+export class ShardWorker extends Worker<WebhookJobData, void, WebhookJobName> {
   /** Lock tokens of finished jobs whose slot passes to the job BullMQ fetches next under the same lock token. */
   private readonly carried = new Set<string>();
   /** Jobs fetched (with a slot) that BullMQ's loop has not started yet: it fetches several before running any. */
   private fetched = 0;
 
   /**
-   * @param name - the partition's queue name (shared/queue/partitions.ts `partitionQueueName`)
+   * @param name - the partition's queue name (shared/queue/shards.ts `shardQueueName`)
    * @param options - BullMQ worker options; `concurrency` is set to the pool's size
    */
   constructor(
@@ -42,7 +40,7 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
    * here, or passed on by the finished job whose lock token this is.
    * @returns the job, or none (no work, or no slot for now), as BullMQ's own does
    */
-  protected override async moveToActive(lockToken: string, name?: string): Promise<DeliveryJob> {
+  protected override async moveToActive(lockToken: string, name?: string): Promise<WorkerJob> {
     if (this.carried.has(lockToken)) return super.moveToActive(lockToken, name);
     if (!this.pool.tryTake(this)) {
       // BullMQ may have just consumed the queue's marker waiting for work: were it to think the
@@ -50,18 +48,18 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
       // drain delay, 5 s) with jobs waiting. A refused slot says nothing about the queue.
       (this as unknown as { drained: boolean }).drained = false;
       // Jobs fetched and not started: no job at once, so the loop goes and starts them.
-      if (this.fetched > 0) return undefined as unknown as DeliveryJob;
+      if (this.fetched > 0) return undefined as unknown as WorkerJob;
       if (this.pool.heldBy(this) > 0) {
         // Running jobs only: once one of ours finishes (its next job then waits for this loop)
         // or a slot frees, the loop runs what it has and asks again. Answering at once would
         // spin BullMQ's loop.
         await this.pool.changed(this);
-        return undefined as unknown as DeliveryJob;
+        return undefined as unknown as WorkerJob;
       }
       // Holding none: waiting here holds nothing up.
-      if (!(await this.pool.take(this))) return undefined as unknown as DeliveryJob;
+      if (!(await this.pool.take(this))) return undefined as unknown as WorkerJob;
     }
-    let job: DeliveryJob | undefined;
+    let job: WorkerJob | undefined;
     try {
       job = await super.moveToActive(lockToken, name);
     } catch (error) {
@@ -81,8 +79,8 @@ export class PartitionWorker extends Worker<WebhookJobData, void, WebhookJobName
    * finished job's slot only while the pool allows it; otherwise the slot is given back.
    * @returns the next job BullMQ fetched under `lockToken`, if any
    */
-  override async processJob(job: DeliveryJob, lockToken: string, fetchNextCallback: () => boolean = () => true): Promise<void | DeliveryJob> {
-    let next: void | DeliveryJob;
+  override async processJob(job: WorkerJob, lockToken: string, fetchNextCallback: () => boolean = () => true): Promise<void | WorkerJob> {
+    let next: void | WorkerJob;
     let declined = false;
     let kept = false;
     this.fetched = Math.max(0, this.fetched - 1);

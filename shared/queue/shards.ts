@@ -10,7 +10,7 @@ import { isCluster, type RedisClient } from '../redis';
  */
 
 /** The most partitions WEBHOOK_QUEUE_PARTITIONS admits. */
-export const MAX_QUEUE_PARTITIONS = 64;
+export const MAX_QUEUE_SHARDS = 64;
 
 /** Name of the BullMQ queue of an unpartitioned system (docs/design.md §1): partition 0. */
 export const WEBHOOK_QUEUE_NAME = 'webhooks';
@@ -35,14 +35,14 @@ function fnv1a(text: string): number {
  *
  * @param count - WEBHOOK_QUEUE_PARTITIONS, 1..64
  */
-export function partitionOf(gateKey: string, count: number): number {
+export function shardOf(gateKey: string, count: number): number {
   if (count <= 1) return 0;
   return 1 + (fnv1a(gateKey) % count);
 }
 
 /** The BullMQ queue name of a partition: `webhooks` for 0, else `{webhooks-<i>}`. */
-export function partitionQueueName(partition: number): string {
-  return partition === 0 ? WEBHOOK_QUEUE_NAME : `{${WEBHOOK_QUEUE_NAME}-${partition}}`;
+export function shardQueueName(shard: number): string {
+  return shard === 0 ? WEBHOOK_QUEUE_NAME : `{${WEBHOOK_QUEUE_NAME}-${shard}}`;
 }
 
 /**
@@ -50,7 +50,7 @@ export function partitionQueueName(partition: number): string {
  *
  * @throws Error for a name that is no partition's
  */
-export function partitionOfQueueName(name: string): number {
+export function shardOfQueueName(name: string): number {
   if (name === WEBHOOK_QUEUE_NAME) return 0;
   const match = /^\{webhooks-(\d+)\}$/.exec(name);
   if (!match) throw new Error(`${name} is not a webhook queue partition`);
@@ -61,17 +61,17 @@ export function partitionOfQueueName(name: string): number {
  * What every key of a partition starts with, as BullMQ spells it: `<prefix>:<queue name>`
  * (`pw:webhooks`, `pw:{webhooks-3}`). The endpoint gate's keys (shared/endpoint-gate) hang off it.
  */
-export function partitionKeyBase(prefix: string, partition: number): string {
-  return `${prefix}:${partitionQueueName(partition)}`;
+export function shardKeyBase(prefix: string, shard: number): string {
+  return `${prefix}:${shardQueueName(shard)}`;
 }
 
 /** The partitions producers use under `count`: [0], or 1..count. */
-export function currentPartitions(count: number): number[] {
+export function currentShards(count: number): number[] {
   return count <= 1 ? [0] : Array.from({ length: count }, (_, i) => i + 1);
 }
 
 /** Where the highest partition count ever used is recorded (one string key; no hash tag needed). */
-export function partitionRecordKey(prefix: string): string {
+export function shardRecordKey(prefix: string): string {
   return `${prefix}:webhook-partitions`;
 }
 
@@ -82,16 +82,16 @@ local count = tonumber(ARGV[1])
 if count > recorded then redis.call('SET', KEYS[1], count) return count end
 return recorded`;
 
-type RecordClient = RedisClient & { webhookPartitionsRecord(keys: number, key: string, count: number): Promise<number> };
+type RecordClient = RedisClient & { webhookShardsRecord(keys: number, key: string, count: number): Promise<number> };
 
 /**
  * Records that `count` partitions are in use, keeping the highest count ever recorded, and
  * answers that highest count. One script call.
  */
-export async function recordPartitionCount(redis: RedisClient, prefix: string, count: number): Promise<number> {
+export async function recordShardCount(redis: RedisClient, prefix: string, count: number): Promise<number> {
   const client = redis as RecordClient;
-  if (typeof client.webhookPartitionsRecord !== 'function') redis.defineCommand('webhookPartitionsRecord', { lua: RECORD_SCRIPT });
-  return Number(await client.webhookPartitionsRecord(1, partitionRecordKey(prefix), count));
+  if (typeof client.webhookShardsRecord !== 'function') redis.defineCommand('webhookShardsRecord', { lua: RECORD_SCRIPT });
+  return Number(await client.webhookShardsRecord(1, shardRecordKey(prefix), count));
 }
 
 /**
@@ -107,16 +107,16 @@ export async function recordPartitionCount(redis: RedisClient, prefix: string, c
  * @returns partitions in ascending order
  * @throws the connection's error while Redis is away
  */
-export async function partitionsToDrain(redis: RedisClient, prefix: string, count: number): Promise<number[]> {
-  const numbered = Array.from({ length: MAX_QUEUE_PARTITIONS }, (_, i) => i + 1);
+export async function shardsToDrain(redis: RedisClient, prefix: string, count: number): Promise<number[]> {
+  const numbered = Array.from({ length: MAX_QUEUE_SHARDS }, (_, i) => i + 1);
   // Single commands, not a pipeline: in a cluster these keys live on different masters.
-  const exists = await Promise.all(numbered.map(async (partition) => redis.exists(`${partitionKeyBase(prefix, partition)}:meta`)));
+  const exists = await Promise.all(numbered.map(async (shard) => redis.exists(`${shardKeyBase(prefix, shard)}:meta`)));
   const found = numbered.filter((_, i) => exists[i] === 1);
-  const highest = await recordPartitionCount(redis, prefix, Math.max(count > 1 ? count : 0, ...found));
+  const highest = await recordShardCount(redis, prefix, Math.max(count > 1 ? count : 0, ...found));
   const out = new Set<number>();
   // Partition 0's keys share no tag on a cluster with a braces-free prefix, so none can exist there.
   const legacyPossible = !isCluster(redis) || /^\{[^{}]+\}$/.test(prefix);
-  if (count <= 1 || (legacyPossible && (await redis.exists(`${partitionKeyBase(prefix, 0)}:meta`)) === 1)) out.add(0);
-  if (highest > 1) for (let partition = 1; partition <= highest; partition += 1) out.add(partition);
+  if (count <= 1 || (legacyPossible && (await redis.exists(`${shardKeyBase(prefix, 0)}:meta`)) === 1)) out.add(0);
+  if (highest > 1) for (let shard = 1; shard <= highest; shard += 1) out.add(shard);
   return [...out].sort((a, b) => a - b);
 }
