@@ -79,18 +79,22 @@ module.exports = {
           LANGUAGE sql IMMUTABLE PARALLEL SAFE
           AS $$ SELECT CASE WHEN ms <= 0 THEN -1 ELSE ceil(ln(ms) / ln(1.1))::smallint END $$;
 
+        -- PL/pgSQL, planned once per connection (an SQL body holding an aggregate is never inlined).
         CREATE FUNCTION webhook_durations_merge(a jsonb, b jsonb) RETURNS jsonb
-          LANGUAGE sql IMMUTABLE PARALLEL SAFE
-          AS $$ SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb)
-                  FROM (SELECT k, sum(v::bigint) AS n
-                          FROM (SELECT * FROM jsonb_each_text(a) UNION ALL SELECT * FROM jsonb_each_text(b)) AS e(k, v)
-                         GROUP BY k) AS s $$;
+          LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+        BEGIN
+          RETURN (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb)
+                    FROM (SELECT k, sum(v::bigint) AS n
+                            FROM (SELECT * FROM jsonb_each_text(a) UNION ALL SELECT * FROM jsonb_each_text(b)) AS e(k, v)
+                           GROUP BY k) AS s);
+        END $$;
 
         -- Settles the failed mark of the given deliveries against what they are now: a delivery
         -- 'failed' whose last attempt is not 2xx holds one mark; a mark that goes (or moves)
         -- turns its attempt back into 'retried', a mark that comes turns its attempt 'failed'.
         CREATE FUNCTION webhook_stats_settle(ids text[], keys timestamptz[]) RETURNS void
-          LANGUAGE sql VOLATILE AS $$
+          LANGUAGE plpgsql VOLATILE AS $$
+        BEGIN
           WITH d AS (
             SELECT w.id, w.endpoint_id, w.status, w.created_at
               FROM unnest(ids, keys) AS k(id, created_at)
@@ -120,8 +124,8 @@ module.exports = {
           INSERT INTO webhook_stats_deltas (endpoint_id, minute, retried, failed)
           SELECT endpoint_id, minute, 1, -1 FROM gone
           UNION ALL
-          SELECT endpoint_id, minute, -1, 1 FROM came
-        $$;
+          SELECT endpoint_id, minute, -1, 1 FROM came;
+        END $$;
 
         CREATE FUNCTION webhook_stats_attempted() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
