@@ -4,7 +4,7 @@ import type { CircuitState } from '../endpoint-gate';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointNotFoundError } from './errors';
 import type { Viewer } from './viewer';
-import { type DurationHistogram, durationPercentile } from '../stats/histogram';
+import { durationPercentile, parseDurations } from '../stats/histogram';
 
 /** The spans a `series` may cover (docs/design.md §14): the last hour by minute, the last 24 h by hour. */
 export const SERIES_RANGES = ['1h', '24h'] as const;
@@ -89,38 +89,46 @@ const ofVisibleEndpoints =
 
 const rate = (part: number, all: number): number | null => (all === 0 ? null : Math.round((part / all) * 10_000) / 10_000);
 
-/** The attempts of a window, as the counts hold them. */
+/** The attempts of a window, as the counts hold them: the histograms of its rows joined, merged here (cheaper than in SQL). */
 interface WindowFigures {
   succeeded: number;
   retried: number;
   failed: number;
-  durations: DurationHistogram | null;
+  durations: string | null;
 }
 
 // An unfolded delta as a count row: its attempt's duration bucket, or none for an outcome change.
-const DELTA_DURATIONS = `CASE WHEN d.bucket IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(d.bucket, 1) END`;
+const DELTA_DURATIONS = `CASE WHEN d.bucket IS NULL THEN '' ELSE d.bucket || ':1' END`;
 
 /**
  * The figures of the last 1,440 whole minutes and the current one (docs/design.md §14) in
- * `scope`: the minute rows up to the first whole hour, the hour rows from there (the current
- * hour's included), and the deltas not folded yet. Rows read: endpoints × at most 84.
+ * `scope`: the minute rows up to the first whole ten minutes, the ten-minute rows up to the
+ * first whole hour, the hour rows from there (the current hour's included), and the deltas not
+ * folded yet. Rows read: endpoints × at most 9 + 5 + 25.
  */
 async function readWindow(db: Database, scope: CountScope): Promise<WindowFigures> {
   const bind: unknown[] = [];
+  const rows = (span: number, from: string, to: string | null) =>
+    `SELECT s.succeeded, s.retried, s.failed, s.durations FROM webhook_stats s
+      WHERE ${scope('s.endpoint_id', bind)} AND s.span_minutes = ${span}
+        AND s.start >= (SELECT ${from} FROM w)${to ? ` AND s.start < (SELECT ${to} FROM w)` : ''}`;
   const [row] = await db.sequelize.query<WindowFigures>(
-    `WITH w AS (
-       SELECT lo, date_bin('1 hour', lo + interval '59 minutes', timestamptz 'epoch') AS h0
+    `WITH w AS MATERIALIZED (
+       SELECT lo, date_bin('10 minutes', lo + interval '9 minutes', timestamptz 'epoch') AS t0,
+              date_bin('1 hour', lo + interval '59 minutes', timestamptz 'epoch') AS h0
          FROM (SELECT date_bin('1 minute', now(), timestamptz 'epoch') - interval '1440 minutes' AS lo) AS x
      ), cells AS (
-       SELECT s.succeeded, s.retried, s.failed, s.durations FROM webhook_stats s, w
-        WHERE ${scope('s.endpoint_id', bind)}
-          AND ((s.span_minutes = 1 AND s.start >= w.lo AND s.start < w.h0) OR (s.span_minutes = 60 AND s.start >= w.h0))
+       ${rows(1, 'lo', 't0')}
        UNION ALL
-       SELECT d.succeeded, d.retried, d.failed, ${DELTA_DURATIONS} FROM webhook_stats_deltas d, w
-        WHERE ${scope('d.endpoint_id', bind)} AND d.minute >= w.lo
+       ${rows(10, 't0', 'h0')}
+       UNION ALL
+       ${rows(60, 'h0', null)}
+       UNION ALL
+       SELECT d.succeeded, d.retried, d.failed, ${DELTA_DURATIONS} FROM webhook_stats_deltas d
+        WHERE ${scope('d.endpoint_id', bind)} AND d.minute >= (SELECT lo FROM w)
      )
      SELECT COALESCE(sum(succeeded), 0)::int AS succeeded, COALESCE(sum(retried), 0)::int AS retried, COALESCE(sum(failed), 0)::int AS failed,
-            (SELECT jsonb_object_agg(k, n) FROM (SELECT k, sum(v::bigint) AS n FROM cells, jsonb_each_text(durations) AS e(k, v) GROUP BY k) AS h) AS durations
+            (SELECT string_agg(durations, ' ') FROM cells WHERE durations <> '') AS durations
        FROM cells`,
     { bind, type: QueryTypes.SELECT },
   );
@@ -130,7 +138,7 @@ async function readWindow(db: Database, scope: CountScope): Promise<WindowFigure
 /** The 24-hour figures of the stats objects from a window's counts. */
 function windowStats(figures: WindowFigures): Pick<EndpointStats, 'attempts_24h' | 'success_rate_24h' | 'p50_ms' | 'p95_ms'> {
   const attempts = figures.succeeded + figures.retried + figures.failed;
-  const durations = figures.durations ?? {};
+  const durations = parseDurations(figures.durations);
   return {
     attempts_24h: attempts,
     success_rate_24h: rate(figures.succeeded, attempts),
@@ -217,7 +225,7 @@ async function readSeries(db: Database, scope: CountScope, range: SeriesRange): 
     succeeded: number;
     failed: number;
     retried: number;
-    durations: DurationHistogram | null;
+    durations: string | null;
   }>(
     `WITH buckets AS (
        SELECT generate_series(last - ($2::int - 1) * $1::interval, last, $1::interval) AS start
@@ -232,9 +240,7 @@ async function readSeries(db: Database, scope: CountScope, range: SeriesRange): 
      ), counts AS (
        SELECT start, sum(succeeded) AS succeeded, sum(retried) AS retried, sum(failed) AS failed FROM cells GROUP BY start
      ), histograms AS (
-       SELECT start, jsonb_object_agg(k, n) AS durations
-         FROM (SELECT start, k, sum(v::bigint) AS n FROM cells, jsonb_each_text(durations) AS e(k, v) GROUP BY start, k) AS h
-        GROUP BY start
+       SELECT start, string_agg(durations, ' ') AS durations FROM cells WHERE durations <> '' GROUP BY start
      )
      SELECT b.start, COALESCE(c.succeeded, 0)::int AS succeeded, COALESCE(c.failed, 0)::int AS failed,
             COALESCE(c.retried, 0)::int AS retried, h.durations
@@ -242,12 +248,15 @@ async function readSeries(db: Database, scope: CountScope, range: SeriesRange): 
       ORDER BY b.start`,
     { bind, type: QueryTypes.SELECT },
   );
-  return rows.map((row) => ({
-    start: new Date(row.start).toISOString(),
-    succeeded: row.succeeded,
-    failed: row.failed,
-    retried: row.retried,
-    p50_ms: durationPercentile(row.durations ?? {}, 0.5),
-    p95_ms: durationPercentile(row.durations ?? {}, 0.95),
-  }));
+  return rows.map((row) => {
+    const durations = parseDurations(row.durations);
+    return {
+      start: new Date(row.start).toISOString(),
+      succeeded: row.succeeded,
+      failed: row.failed,
+      retried: row.retried,
+      p50_ms: durationPercentile(durations, 0.5),
+      p95_ms: durationPercentile(durations, 0.95),
+    };
+  });
 }

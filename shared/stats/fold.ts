@@ -10,7 +10,7 @@ const FOLD_BATCH = 10_000;
 
 // One statement: the deltas it deletes are the ones it adds, so a crash folds each exactly
 // once (all or nothing), and two folders at once take disjoint rows (SKIP LOCKED). Each delta
-// goes to its minute row and its hour row.
+// goes to its minute row, its ten-minute row and its hour row.
 const FOLD = `
   WITH moved AS (
     DELETE FROM webhook_stats_deltas
@@ -20,17 +20,17 @@ const FOLD = `
     SELECT m.endpoint_id, s.span_minutes, date_bin(s.span_minutes * interval '1 minute', m.minute, timestamptz 'epoch') AS start, m.bucket,
            sum(m.succeeded) AS succeeded, sum(m.retried) AS retried, sum(m.failed) AS failed, sum(m.cancelled) AS cancelled,
            count(m.bucket) AS n
-      FROM moved m CROSS JOIN (VALUES (1::smallint), (60::smallint)) AS s(span_minutes)
+      FROM moved m CROSS JOIN (VALUES (1::smallint), (10::smallint), (60::smallint)) AS s(span_minutes)
      GROUP BY 1, 2, 3, 4
   ), counts AS (
     INSERT INTO webhook_stats AS w (endpoint_id, span_minutes, start, succeeded, retried, failed, cancelled, durations)
     SELECT endpoint_id, span_minutes, start, sum(succeeded), sum(retried), sum(failed), sum(cancelled),
-           COALESCE(jsonb_object_agg(bucket, n) FILTER (WHERE bucket IS NOT NULL), '{}'::jsonb)
+           COALESCE(string_agg(bucket || ':' || n, ' ' ORDER BY bucket) FILTER (WHERE bucket IS NOT NULL), '')
       FROM per_bucket GROUP BY 1, 2, 3
     ON CONFLICT (endpoint_id, span_minutes, start) DO UPDATE
        SET succeeded = w.succeeded + excluded.succeeded, retried = w.retried + excluded.retried,
            failed = w.failed + excluded.failed, cancelled = w.cancelled + excluded.cancelled,
-           durations = CASE WHEN excluded.durations = '{}'::jsonb THEN w.durations ELSE webhook_durations_merge(w.durations, excluded.durations) END
+           durations = CASE WHEN excluded.durations = '' THEN w.durations ELSE webhook_durations_merge(w.durations, excluded.durations) END
   ), last AS (
     INSERT INTO webhook_stats_last AS l (endpoint_id, last_success_at, last_failure_at)
     SELECT endpoint_id, max(success_at), max(failure_at) FROM moved GROUP BY endpoint_id
@@ -42,7 +42,7 @@ const FOLD = `
   SELECT count(*)::int AS n FROM moved`;
 
 /**
- * Folds every delta row written so far into webhook_stats and webhook_stats_last, in
+ * Folds every delta row written so far into webhook_stats (minute, ten-minute and hour rows) and webhook_stats_last, in
  * statements of up to 10,000 rows. Reads are exact whether or not a delta is folded yet (they
  * add the unfolded ones); folding keeps what they add small.
  *

@@ -9,7 +9,7 @@
 /** The growth factor of one bucket to the next. */
 export const DURATION_GAMMA = 1.1;
 
-/** A histogram as stored: bucket index (as a string key) → attempts. */
+/** A histogram in memory: bucket index (as a string key) → attempts. */
 export type DurationHistogram = Record<string, number>;
 
 /** The bucket index of a duration in whole milliseconds (-1 for 0 ms or less). */
@@ -22,10 +22,40 @@ export function bucketValue(index: number): number {
   return index < 0 ? 0 : (2 * DURATION_GAMMA ** index) / (DURATION_GAMMA + 1);
 }
 
-/** Adds `from` into `into` (bucket by bucket) and returns `into`. */
-export function mergeHistograms(into: DurationHistogram, from: DurationHistogram): DurationHistogram {
-  for (const [key, count] of Object.entries(from)) into[key] = (into[key] ?? 0) + Number(count);
-  return into;
+/**
+ * A histogram from its stored text, `bucket:attempts` pairs apart by spaces; a bucket named
+ * more than once (several rows' text joined) adds up. Null or empty: no attempts.
+ */
+export function parseDurations(text: string | null): DurationHistogram {
+  // A scan of the characters: the text of a day's rows runs to hundreds of kB, too many pairs to split.
+  const counts = new Map<number, number>();
+  if (text) {
+    let key = 0;
+    let value = 0;
+    let negative = false;
+    let inValue = false;
+    for (let i = 0; i <= text.length; i += 1) {
+      const code = i < text.length ? text.charCodeAt(i) : 32;
+      if (code >= 48 && code <= 57) {
+        if (inValue) value = value * 10 + code - 48;
+        else key = key * 10 + code - 48;
+      } else if (code === 45) negative = true;
+      else if (code === 58) inValue = true;
+      else {
+        if (inValue) {
+          const bucket = negative ? -key : key;
+          counts.set(bucket, (counts.get(bucket) ?? 0) + value);
+        }
+        key = 0;
+        value = 0;
+        negative = false;
+        inValue = false;
+      }
+    }
+  }
+  const histogram: DurationHistogram = {};
+  for (const [bucket, count] of counts) histogram[bucket] = count;
+  return histogram;
 }
 
 /**

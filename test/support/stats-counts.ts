@@ -46,7 +46,7 @@ export async function countsKept(sequelize: Sequelize, span: 1 | 60 = 1): Promis
   await foldStats(sequelize);
   return sequelize.query<MinuteCounts>(
     `SELECT endpoint_id, to_char(start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI') AS minute, succeeded, retried, failed,
-            (SELECT COALESCE(sum(value::int), 0) FROM jsonb_each_text(durations))::int AS durations
+            (SELECT COALESCE(sum(split_part(e, ':', 2)::int), 0) FROM unnest(string_to_array(durations, ' ')) AS e WHERE e <> '')::int AS durations
        FROM webhook_stats WHERE span_minutes = $1 AND (succeeded, retried, failed) <> (0, 0, 0)
       ORDER BY endpoint_id, start`,
     { bind: [span], type: QueryTypes.SELECT },
