@@ -37,7 +37,8 @@ export interface SeriesBucket {
  * An endpoint's health (docs/design.md §11). Rates and latencies cover the attempts of the last 24 h
  * and are null when there were none; `success_rate_24h` is a fraction from 0 to 1 (2xx
  * attempts over all attempts); latencies are whole milliseconds. The last success and failure
- * are over the whole attempt log. `series` is there only when asked for.
+ * are the endpoint's latest ever, kept beyond the attempt log's retention. `series` is there
+ * only when asked for.
  */
 export interface EndpointStats {
   attempts_24h: number;
