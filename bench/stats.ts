@@ -146,7 +146,7 @@ export async function runStatsBench(settings: BenchSettings): Promise<Section> {
       notes.push(
         `Counts read at ${formatNumber(last.size)} over ${formatNumber(first.size)} attempts: overview ${(last.overview / first.overview).toFixed(2)}x, one endpoint ${(last.endpoint / first.endpoint).toFixed(2)}x (the goal: at most 1.5x).`,
         `The reads are the api's own functions (getOverviewStats, getEndpointStats) in process, operator view, each the median of ${READS} after ${WARM} warm ones; the baseline runs the statements the reads made before the counts, on the same database.`,
-        `The record statement writes each attempt at the database's now(), so the seeded attempts fill only the minutes of the seeding: the last two figures add count rows for every endpoint and every minute and hour of the last day (20 duration buckets each), the most rows a read can meet.`,
+        `The record statement writes each attempt at the database's now(), so the seeded attempts fill only the minutes of the seeding: the last two figures add count rows for every endpoint and every minute, ten minutes and hour of the last day (20 duration buckets each), the most rows a read can meet.`,
       );
       return { title: `Stats reads (${ENDPOINTS} endpoints, attempts recorded through the batch record statement)`, figures, notes };
     });
