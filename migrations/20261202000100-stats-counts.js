@@ -97,8 +97,9 @@ module.exports = {
         BEGIN
           WITH d AS (
             SELECT w.id, w.endpoint_id, w.status, w.created_at
-              FROM unnest(ids, keys) AS k(id, created_at)
-              JOIN webhook_deliveries w ON w.id = k.id AND w.created_at = k.created_at
+              FROM unnest(ids, keys) AS k(id, created_at) CROSS JOIN LATERAL (
+                SELECT x.id, x.endpoint_id, x.status, x.created_at FROM webhook_deliveries x
+                 WHERE x.id = k.id AND x.created_at = k.created_at LIMIT 1) AS w
           ), fresh AS (
             SELECT d.id AS delivery_id, d.endpoint_id, date_bin('1 minute', l.attempted_at, timestamptz 'epoch') AS minute
               FROM d CROSS JOIN LATERAL (
@@ -127,21 +128,31 @@ module.exports = {
           SELECT endpoint_id, minute, -1, 1 FROM came;
         END $$;
 
+        -- Each attempt's delivery is looked up by its key (LATERAL ... LIMIT 1: an index probe of
+        -- one partition per row, whatever the planner guesses of the transition table's size).
         CREATE FUNCTION webhook_stats_attempted() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          failed_ids text[];
+          failed_keys timestamptz[];
         BEGIN
-          INSERT INTO webhook_stats_deltas (endpoint_id, minute, succeeded, retried, bucket, success_at, failure_at)
-          SELECT d.endpoint_id, date_bin('1 minute', a.attempted_at, timestamptz 'epoch'), a.ok::int, (NOT a.ok)::int,
-                 webhook_duration_bucket(a.duration_ms),
-                 CASE WHEN a.ok THEN a.attempted_at END, CASE WHEN NOT a.ok THEN a.attempted_at END
-            FROM (SELECT n.*, COALESCE(n.status_code BETWEEN 200 AND 299, false) AS ok FROM webhook_attempts_inserted n) AS a
-            JOIN webhook_deliveries d ON d.id = a.delivery_id AND d.created_at = a.delivery_created_at
-           WHERE d.endpoint_id IS NOT NULL;
-          PERFORM webhook_stats_settle(array_agg(d.id), array_agg(d.created_at))
-             FROM (SELECT DISTINCT d.id, d.created_at
-                     FROM webhook_attempts_inserted a
-                     JOIN webhook_deliveries d ON d.id = a.delivery_id AND d.created_at = a.delivery_created_at
-                    WHERE d.status = 'failed') AS d
-           HAVING count(*) > 0;
+          WITH a AS (
+            SELECT n.delivery_id, n.attempted_at, n.duration_ms, COALESCE(n.status_code BETWEEN 200 AND 299, false) AS ok,
+                   d.endpoint_id, d.status, d.created_at
+              FROM webhook_attempts_inserted n CROSS JOIN LATERAL (
+                SELECT w.endpoint_id, w.status, w.created_at FROM webhook_deliveries w
+                 WHERE w.id = n.delivery_id AND w.created_at = n.delivery_created_at LIMIT 1) AS d
+             WHERE d.endpoint_id IS NOT NULL
+          ), deltas AS (
+            INSERT INTO webhook_stats_deltas (endpoint_id, minute, succeeded, retried, bucket, success_at, failure_at)
+            SELECT endpoint_id, date_bin('1 minute', attempted_at, timestamptz 'epoch'), ok::int, (NOT ok)::int,
+                   webhook_duration_bucket(duration_ms), CASE WHEN ok THEN attempted_at END, CASE WHEN NOT ok THEN attempted_at END
+              FROM a
+          )
+          SELECT array_agg(delivery_id), array_agg(created_at) INTO failed_ids, failed_keys
+            FROM (SELECT DISTINCT delivery_id, created_at FROM a WHERE status = 'failed') AS f;
+          IF failed_ids IS NOT NULL THEN
+            PERFORM webhook_stats_settle(failed_ids, failed_keys);
+          END IF;
           RETURN NULL;
         END $$;
         CREATE TRIGGER webhook_stats_attempted AFTER INSERT ON webhook_attempts
