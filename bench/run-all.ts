@@ -10,6 +10,7 @@ import { closeScopesOnSignal } from './lib/scope';
 import { BenchSettings, loadBenchSettings } from './lib/settings';
 import { runScalingBench } from './scaling';
 import { runSigningBench } from './signing';
+import { runStatsBench } from './stats';
 import { runStorageBench } from './storage';
 import { runVersusBench } from './versus';
 
@@ -23,6 +24,7 @@ const RUNNERS: Record<string, (settings: BenchSettings) => Section | Promise<Sec
   replica: runReplicaBench,
   parked: runParkedBench,
   storage: runStorageBench,
+  stats: runStatsBench,
   versus: runVersusBench,
 };
 

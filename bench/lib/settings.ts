@@ -35,6 +35,8 @@ export interface BenchSettings {
   retentionDayDeliveries: number;
   /** Storage section: deliveries (each with its event and attempt) the day partitions' migration runs on. */
   migrationDeliveries: number;
+  /** Stats section: the attempts in the window its reads are measured at, ascending. */
+  statsSizes: number[];
   /** Deliveries held behind one unanswering endpoint in the parked run. */
   parkedDeliveries: number;
   /** Seconds over which the parked run measures the worker's CPU (and the idle baseline's). */
@@ -60,7 +62,7 @@ export const VERSUS_PARTS = ['signing', 'api', 'delivery', 'latency'] as const;
 export type VersusPart = (typeof VERSUS_PARTS)[number];
 
 /** The sections of a run, in the order `run-all` runs them. */
-export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'replica', 'parked', 'storage', 'versus'] as const;
+export const SECTIONS = ['signing', 'api', 'delivery', 'partitions', 'scaling', 'capacity', 'replica', 'parked', 'storage', 'stats', 'versus'] as const;
 
 /**
  * Reads the settings once. Every size has a full default (what bench/RESULTS.md reports) and a
@@ -118,6 +120,11 @@ export function loadBenchSettings(env: NodeJS.ProcessEnv = process.env): BenchSe
     replicaHistory: num('BENCH_REPLICA_HISTORY', 100_000, 10_000),
     retentionDayDeliveries: num('BENCH_RETENTION_DAY_DELIVERIES', 30_000, 1_000),
     migrationDeliveries: num('BENCH_MIGRATION_DELIVERIES', 1_000_000, 20_000),
+    statsSizes: (env.BENCH_STATS_SIZES ?? (quick ? '10000,50000' : '10000,100000,1000000')).split(',').map((raw) => {
+      const value = Number(raw.trim());
+      if (!Number.isInteger(value) || value <= 0) throw new Error(`Invalid BENCH_STATS_SIZES: "${raw}" is not a positive whole number`);
+      return value;
+    }).sort((a, b) => a - b),
     parkedDeliveries: num('BENCH_PARKED_DELIVERIES', 300, 300),
     parkedWindowS: num('BENCH_PARKED_WINDOW_S', 60, 15),
     scalingEvents: num('BENCH_SCALING_EVENTS', events, 2_000),

@@ -4,14 +4,15 @@ import type { CircuitState } from '../endpoint-gate';
 import { findVisibleEndpoint } from './endpoints';
 import { EndpointNotFoundError } from './errors';
 import type { Viewer } from './viewer';
+import { durationPercentile, parseDurations } from '../stats/histogram';
 
 /** The spans a `series` may cover (docs/design.md §14.1): the last hour by minute, the last 24 h by hour. */
 export const SERIES_RANGES = ['1h', '24h'] as const;
 export type SeriesRange = (typeof SERIES_RANGES)[number];
 
-const SERIES_STEPS: Record<SeriesRange, { step: string; buckets: number }> = {
-  '1h': { step: '1 minute', buckets: 60 },
-  '24h': { step: '1 hour', buckets: 24 },
+const SERIES_STEPS: Record<SeriesRange, { step: string; buckets: number; spanMinutes: number }> = {
+  '1h': { step: '1 minute', buckets: 60, spanMinutes: 1 },
+  '24h': { step: '1 hour', buckets: 24, spanMinutes: 60 },
 };
 
 /**
@@ -19,7 +20,8 @@ const SERIES_STEPS: Record<SeriesRange, { step: string; buckets: number }> = {
  * `succeeded` a 2xx answer; `retried` any other answer or an error after which the delivery
  * was attempted again (a retry, a redelivery, a recovery) or still has an attempt to come;
  * `failed` any other answer or an error that was the delivery's last, the delivery given up.
- * Latencies are the attempts' durations, whole milliseconds, null without attempts.
+ * Latencies are the attempts' durations from the duration histogram (within 5%), whole
+ * milliseconds, null without attempts.
  */
 export interface SeriesBucket {
   /** The interval's start, ISO 8601 UTC, on a whole minute (1h) or hour (24h). */
@@ -35,7 +37,8 @@ export interface SeriesBucket {
  * An endpoint's health (docs/design.md §11.1). Rates and latencies cover the attempts of the last 24 h
  * and are null when there were none; `success_rate_24h` is a fraction from 0 to 1 (2xx
  * attempts over all attempts); latencies are whole milliseconds. The last success and failure
- * are over the whole attempt log. `series` is there only when asked for.
+ * are the endpoint's latest ever, kept beyond the attempt log's retention. `series` is there
+ * only when asked for.
  */
 export interface EndpointStats {
   attempts_24h: number;
@@ -68,28 +71,86 @@ export interface OverviewStats {
   series?: SeriesBucket[];
 }
 
-/** Deliveries `d` of the endpoints in scope, as SQL; pushes its parameter onto `bind`. */
-type AttemptScope = (bind: unknown[]) => string;
+/** Count rows of the endpoints in scope, as SQL over `column` (an endpoint id); pushes its parameters onto `bind`. */
+type CountScope = (column: string, bind: unknown[]) => string;
 
 const ofEndpoint =
-  (endpointId: number): AttemptScope =>
-  (bind) =>
-    `d.endpoint_id = $${bind.push(endpointId)}`;
+  (endpointId: number): CountScope =>
+  (column, bind) =>
+    `${column} = $${bind.push(endpointId)}`;
 
 /** Endpoints the viewer may list: not deleted, and a user's own. */
 const visibleEndpoints = (viewer: Viewer, bind: unknown[]): string =>
   `SELECT id, active FROM webhook_endpoints WHERE deleted_at IS NULL${viewer.operator ? '' : ` AND user_id = $${bind.push(viewer.userId)}`}`;
 
 const ofVisibleEndpoints =
-  (viewer: Viewer): AttemptScope =>
-  (bind) =>
-    `d.endpoint_id IN (SELECT id FROM (${visibleEndpoints(viewer, bind)}) AS visible)`;
+  (viewer: Viewer): CountScope =>
+  (column, bind) =>
+    `${column} IN (SELECT id FROM (${visibleEndpoints(viewer, bind)}) AS visible)`;
 
-const roundMs = (value: number | null): number | null => (value === null ? null : Math.round(value));
 const rate = (part: number, all: number): number | null => (all === 0 ? null : Math.round((part / all) * 10_000) / 10_000);
 
+/** The attempts of a window, as the counts hold them: the histograms of its rows joined, merged here (cheaper than in SQL). */
+interface WindowFigures {
+  succeeded: number;
+  retried: number;
+  failed: number;
+  durations: string | null;
+}
+
+// An unfolded delta as a count row: its attempt's duration bucket, or none for an outcome change.
+const DELTA_DURATIONS = `CASE WHEN d.bucket IS NULL THEN '' ELSE d.bucket || ':1' END`;
+
 /**
- * Reads an endpoint's health, with its `series` when `series` is given.
+ * The figures of the last 1,440 whole minutes and the current one (docs/design.md §14) in
+ * `scope`: the minute rows up to the first whole ten minutes, the ten-minute rows up to the
+ * first whole hour, the hour rows from there (the current hour's included), and the deltas not
+ * folded yet. Rows read: endpoints × at most 9 + 5 + 25.
+ */
+async function readWindow(db: Database, scope: CountScope): Promise<WindowFigures> {
+  const bind: unknown[] = [];
+  const rows = (span: number, from: string, to: string | null) =>
+    `SELECT s.succeeded, s.retried, s.failed, s.durations FROM webhook_stats s
+      WHERE ${scope('s.endpoint_id', bind)} AND s.span_minutes = ${span}
+        AND s.start >= (SELECT ${from} FROM w)${to ? ` AND s.start < (SELECT ${to} FROM w)` : ''}`;
+  const [row] = await db.sequelize.query<WindowFigures>(
+    `WITH w AS MATERIALIZED (
+       SELECT lo, date_bin('10 minutes', lo + interval '9 minutes', timestamptz 'epoch') AS t0,
+              date_bin('1 hour', lo + interval '59 minutes', timestamptz 'epoch') AS h0
+         FROM (SELECT date_bin('1 minute', now(), timestamptz 'epoch') - interval '1440 minutes' AS lo) AS x
+     ), cells AS (
+       ${rows(1, 'lo', 't0')}
+       UNION ALL
+       ${rows(10, 't0', 'h0')}
+       UNION ALL
+       ${rows(60, 'h0', null)}
+       UNION ALL
+       SELECT d.succeeded, d.retried, d.failed, ${DELTA_DURATIONS} FROM webhook_stats_deltas d
+        WHERE ${scope('d.endpoint_id', bind)} AND d.minute >= (SELECT lo FROM w)
+     )
+     SELECT COALESCE(sum(succeeded), 0)::int AS succeeded, COALESCE(sum(retried), 0)::int AS retried, COALESCE(sum(failed), 0)::int AS failed,
+            (SELECT string_agg(durations, ' ') FROM cells WHERE durations <> '') AS durations
+       FROM cells`,
+    { bind, type: QueryTypes.SELECT },
+  );
+  return row;
+}
+
+/** The 24-hour figures of the stats objects from a window's counts. */
+function windowStats(figures: WindowFigures): Pick<EndpointStats, 'attempts_24h' | 'success_rate_24h' | 'p50_ms' | 'p95_ms'> {
+  const attempts = figures.succeeded + figures.retried + figures.failed;
+  const durations = parseDurations(figures.durations);
+  return {
+    attempts_24h: attempts,
+    success_rate_24h: rate(figures.succeeded, attempts),
+    p50_ms: durationPercentile(durations, 0.5),
+    p95_ms: durationPercentile(durations, 0.95),
+  };
+}
+
+/**
+ * Reads an endpoint's health, with its `series` when `series` is given, from the counts
+ * (docs/design.md §14): never from the attempt log.
  *
  * @param readCircuit - the circuit state of the endpoint, from the shared breaker in Redis
  * @throws EndpointNotFoundError when the viewer may not see it
@@ -103,35 +164,22 @@ export async function getEndpointStats(
 ): Promise<EndpointStats> {
   const endpoint = await findVisibleEndpoint(db, endpointId, viewer);
   if (!endpoint) throw new EndpointNotFoundError(endpointId);
-  const [[row], circuit, buckets] = await Promise.all([
-    db.sequelize.query<{
-      attempts: number;
-      successes: number;
-      p50: number | null;
-      p95: number | null;
-      last_success_at: Date | null;
-      last_failure_at: Date | null;
-    }>(
-      `SELECT count(*) FILTER (WHERE a.attempted_at > now() - interval '24 hours')::int AS attempts,
-              count(*) FILTER (WHERE a.attempted_at > now() - interval '24 hours' AND a.status_code BETWEEN 200 AND 299)::int AS successes,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE a.attempted_at > now() - interval '24 hours') AS p50,
-              percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE a.attempted_at > now() - interval '24 hours') AS p95,
-              max(a.attempted_at) FILTER (WHERE a.status_code BETWEEN 200 AND 299) AS last_success_at,
-              max(a.attempted_at) FILTER (WHERE a.status_code IS NULL OR a.status_code NOT BETWEEN 200 AND 299) AS last_failure_at
-         FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-        WHERE d.endpoint_id = $1`,
+  const [figures, [last], circuit, buckets] = await Promise.all([
+    readWindow(db, ofEndpoint(endpointId)),
+    db.sequelize.query<{ last_success_at: Date | null; last_failure_at: Date | null }>(
+      `SELECT GREATEST((SELECT last_success_at FROM webhook_stats_last WHERE endpoint_id = $1),
+                       (SELECT max(success_at) FROM webhook_stats_deltas WHERE endpoint_id = $1)) AS last_success_at,
+              GREATEST((SELECT last_failure_at FROM webhook_stats_last WHERE endpoint_id = $1),
+                       (SELECT max(failure_at) FROM webhook_stats_deltas WHERE endpoint_id = $1)) AS last_failure_at`,
       { bind: [endpointId], type: QueryTypes.SELECT },
     ),
     readCircuit(endpointId),
     series && readSeries(db, ofEndpoint(endpointId), series),
   ]);
   return {
-    attempts_24h: row.attempts,
-    success_rate_24h: rate(row.successes, row.attempts),
-    p50_ms: roundMs(row.p50),
-    p95_ms: roundMs(row.p95),
-    last_success_at: row.last_success_at && new Date(row.last_success_at).toISOString(),
-    last_failure_at: row.last_failure_at && new Date(row.last_failure_at).toISOString(),
+    ...windowStats(figures),
+    last_success_at: last.last_success_at && new Date(last.last_success_at).toISOString(),
+    last_failure_at: last.last_failure_at && new Date(last.last_failure_at).toISOString(),
     circuit,
     disabled_reason: endpoint.disabledReason,
     failing_since: endpoint.episodeId === null ? null : (endpoint.failingSince?.toISOString() ?? null),
@@ -142,87 +190,74 @@ export async function getEndpointStats(
 
 /**
  * Reads the health of all the endpoints the viewer may see (an operator: every endpoint; a
- * user: their own), with their `series` when `series` is given.
+ * user: their own), with their `series` when `series` is given, from the counts.
  */
 export async function getOverviewStats(db: Database, viewer: Viewer, series?: SeriesRange): Promise<OverviewStats> {
   const bind: unknown[] = [];
-  const [[row], buckets] = await Promise.all([
-    db.sequelize.query<{ endpoints: number; disabled: number; attempts: number; successes: number; p50: number | null; p95: number | null }>(
-      `WITH e AS (${visibleEndpoints(viewer, bind)}),
-            a AS (SELECT a.status_code, a.duration_ms
-                    FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-                   WHERE d.endpoint_id IN (SELECT id FROM e) AND a.attempted_at > now() - interval '24 hours')
-       SELECT (SELECT count(*) FROM e)::int AS endpoints,
-              (SELECT count(*) FROM e WHERE NOT active)::int AS disabled,
-              count(*)::int AS attempts,
-              count(*) FILTER (WHERE status_code BETWEEN 200 AND 299)::int AS successes,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
-              percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
-         FROM a`,
+  const [[row], figures, buckets] = await Promise.all([
+    db.sequelize.query<{ endpoints: number; disabled: number }>(
+      `WITH e AS (${visibleEndpoints(viewer, bind)})
+       SELECT count(*)::int AS endpoints, (count(*) FILTER (WHERE NOT active))::int AS disabled FROM e`,
       { bind, type: QueryTypes.SELECT },
     ),
+    readWindow(db, ofVisibleEndpoints(viewer)),
     series && readSeries(db, ofVisibleEndpoints(viewer), series),
   ]);
   return {
     endpoints: row.endpoints,
     endpoints_disabled: row.disabled,
-    attempts_24h: row.attempts,
-    success_rate_24h: rate(row.successes, row.attempts),
-    p50_ms: roundMs(row.p50),
-    p95_ms: roundMs(row.p95),
+    ...windowStats(figures),
     ...(buckets && { series: buckets }),
   };
 }
 
 /**
- * The attempts of the deliveries in `scope` per interval, oldest first, every interval of the
+ * The attempts of the endpoints in `scope` per interval, oldest first, every interval of the
  * range present (zeros and null latencies when empty); the last is the current, partial one.
  * Intervals are aligned on UTC minutes or hours (date_bin from the epoch, whatever the
- * session's time zone). One statement: generate_series makes the intervals; an attempt is
- * `retried` when a later attempt of its delivery exists (every later attempt falls within the
- * range too, being later) or its delivery is still pending or in flight. It reads only
- * columns every layout of webhook_attempts has, bounded by `attempted_at`.
+ * session's time zone). One statement over the count rows of the range's span (60 minute or
+ * 24 hour rows per endpoint) and the deltas not folded yet, binned alike.
  */
-async function readSeries(db: Database, scope: AttemptScope, range: SeriesRange): Promise<SeriesBucket[]> {
-  const { step, buckets } = SERIES_STEPS[range];
-  const bind: unknown[] = [step, buckets];
+async function readSeries(db: Database, scope: CountScope, range: SeriesRange): Promise<SeriesBucket[]> {
+  const { step, buckets, spanMinutes } = SERIES_STEPS[range];
+  const bind: unknown[] = [step, buckets, spanMinutes];
   const rows = await db.sequelize.query<{
     start: Date;
     succeeded: number;
     failed: number;
     retried: number;
-    p50: number | null;
-    p95: number | null;
+    durations: string | null;
   }>(
     `WITH buckets AS (
        SELECT generate_series(last - ($2::int - 1) * $1::interval, last, $1::interval) AS start
          FROM (SELECT date_bin($1::interval, now(), timestamptz 'epoch') AS last) AS now_bucket
-     ), attempts AS (
-       SELECT date_bin($1::interval, a.attempted_at, timestamptz 'epoch') AS start, a.duration_ms,
-              CASE WHEN a.status_code BETWEEN 200 AND 299 THEN 'succeeded'
-                   WHEN d.status IN ('pending', 'delivering')
-                     OR lead(a.attempt_number) OVER (PARTITION BY a.delivery_id ORDER BY a.attempt_number) IS NOT NULL THEN 'retried'
-                   ELSE 'failed' END AS outcome
-         FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-        WHERE a.attempted_at >= (SELECT min(start) FROM buckets) AND ${scope(bind)}
+     ), cells AS (
+       SELECT s.start, s.succeeded, s.retried, s.failed, s.durations FROM webhook_stats s
+        WHERE s.span_minutes = $3::smallint AND s.start >= (SELECT min(start) FROM buckets) AND ${scope('s.endpoint_id', bind)}
+       UNION ALL
+       SELECT date_bin($1::interval, d.minute, timestamptz 'epoch'), d.succeeded, d.retried, d.failed, ${DELTA_DURATIONS}
+         FROM webhook_stats_deltas d
+        WHERE d.minute >= (SELECT min(start) FROM buckets) AND ${scope('d.endpoint_id', bind)}
+     ), counts AS (
+       SELECT start, sum(succeeded) AS succeeded, sum(retried) AS retried, sum(failed) AS failed FROM cells GROUP BY start
+     ), histograms AS (
+       SELECT start, string_agg(durations, ' ') AS durations FROM cells WHERE durations <> '' GROUP BY start
      )
-     SELECT b.start,
-            count(*) FILTER (WHERE a.outcome = 'succeeded')::int AS succeeded,
-            count(*) FILTER (WHERE a.outcome = 'failed')::int AS failed,
-            count(*) FILTER (WHERE a.outcome = 'retried')::int AS retried,
-            percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS p50,
-            percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95
-       FROM buckets b LEFT JOIN attempts a ON a.start = b.start
-      GROUP BY b.start
+     SELECT b.start, COALESCE(c.succeeded, 0)::int AS succeeded, COALESCE(c.failed, 0)::int AS failed,
+            COALESCE(c.retried, 0)::int AS retried, h.durations
+       FROM buckets b LEFT JOIN counts c ON c.start = b.start LEFT JOIN histograms h ON h.start = b.start
       ORDER BY b.start`,
     { bind, type: QueryTypes.SELECT },
   );
-  return rows.map((row) => ({
-    start: new Date(row.start).toISOString(),
-    succeeded: row.succeeded,
-    failed: row.failed,
-    retried: row.retried,
-    p50_ms: roundMs(row.p50),
-    p95_ms: roundMs(row.p95),
-  }));
+  return rows.map((row) => {
+    const durations = parseDurations(row.durations);
+    return {
+      start: new Date(row.start).toISOString(),
+      succeeded: row.succeeded,
+      failed: row.failed,
+      retried: row.retried,
+      p50_ms: durationPercentile(durations, 0.5),
+      p95_ms: durationPercentile(durations, 0.95),
+    };
+  });
 }

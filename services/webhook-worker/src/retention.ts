@@ -6,6 +6,7 @@ import { countOf, holdsUnfinished } from '../../../shared/deliveries/retention-c
 import { DAY_MS, dayPartitionName, dayPartitionsBefore, detachedDayTables, ensureDayPartitions, pruneLegacyPartition } from '../../../shared/db/partitions';
 import type { Metrics } from '../../../shared/metrics';
 import { createRedis } from '../../../shared/redis';
+import { pruneStatsAndPortal } from '../../../shared/stats/fold';
 
 /** A day's deliveries held an unfinished row when read again under the detach's locks: roll the detach back. */
 class DayKept extends Error {}
@@ -67,7 +68,9 @@ export interface Retention {
    * detached in one transaction under the lock timeout), unless its deliveries hold pending or
    * delivering rows, looked for before and again under the detach's locks; in the legacy
    * partition, in batches of `batchSize` rows, succeeded deliveries with their attempts and
-   * the events no delivery references any more; and webhook_inbox rows received before then.
+   * the events no delivery references any more; webhook_inbox rows received before then; the
+   * stats counts of the UTC days before the window (the last success and failure stay); and
+   * the expired portal sessions and links.
    * A day whose lock does not come in time is logged and left for the next run.
    */
   prune(): Promise<PruneResult>;
@@ -209,6 +212,8 @@ export function createRetention(options: RetentionOptions): Retention {
          ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED
       ), gone AS (DELETE FROM webhook_inbox i USING doomed WHERE i.webhook_id = doomed.webhook_id RETURNING 1)
       SELECT count(*)::int AS n FROM gone`);
+    const removed = await pruneStatsAndPortal(sequelize, windowStart);
+    if (removed.stats + removed.portalLinks + removed.portalSessions > 0) logger.info(removed, 'retention: stats counts and expired portal links removed');
     metrics?.retentionDaysKept.set(result.daysKept);
     metrics?.retentionFailedDropped.inc(result.failedDropped);
     return result;

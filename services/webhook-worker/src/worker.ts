@@ -22,6 +22,7 @@ import { createDestinations } from './destinations';
 import { ShardWorker } from './shard-worker';
 import { ShardGates, createDeliveryProcessor } from './process-delivery';
 import { Retention, createRetention } from './retention';
+import { startStatsFolder } from './stats-folder';
 import { createRetryPolicy } from './retry-policy';
 import { traceDeliveryJobs } from './tracing';
 
@@ -160,6 +161,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
   // docs/design.md §3.5: the day partitions ahead, at start and every MAINTENANCE_INTERVAL_MS, whatever Redis holds.
   const keeper = startDayPartitionKeeper({ sequelize: options.db.sequelize, logger, intervalMs: config.maintenanceIntervalMs });
+  const statsFolder = startStatsFolder({ sequelize: options.db.sequelize, logger });
   const retention = createRetention({ config, sequelize: options.db.sequelize, logger, metrics: options.metrics, schedule: options.retention ?? true });
   const tracedProcessor = traceDeliveryJobs(processor, options.db.sequelize);
   const intervalMs = options.watchdog?.intervalMs ?? 5_000;
@@ -318,6 +320,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       await outbox.stop();
       await retention.close();
       await keeper.close();
+      await statsFolder.close();
       await queue.close().catch(() => undefined);
       await client.quit().catch(() => client.disconnect());
       destinations.close();
