@@ -1,5 +1,5 @@
 import { ApiClient, ApiHarness, createApiHarness } from './support/api-harness';
-import { idleAfterAnswer, sendInParts, trickle } from '../support/slow-client';
+import { expectTrickleEndedBy408, idleAfterAnswer, sendInParts, trickle } from '../support/slow-client';
 
 /**
  * docs/design.md "Servers and their limits": the api ends a request whose body has not
@@ -24,16 +24,7 @@ describe('api request timeouts', () => {
   afterAll(() => harness.close());
 
   it('when a body trickles in a byte every 300 ms, then the api answers 408 and closes the connection within REQUEST_TIMEOUT_MS and a check', async () => {
-    const exchange = await trickle(portOf(short), {
-      head: 'POST /api/v1/portal-sessions HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"token":"',
-      drip: 'a',
-      everyMs: 300,
-      giveUpMs: 6_000,
-    });
-    expect(exchange.answer).toMatch(/^HTTP\/1\.1 408 /);
-    expect(exchange.closedAfterMs).not.toBeNull();
-    expect(exchange.closedAfterMs).toBeGreaterThanOrEqual(1_400);
-    expect(exchange.closedAfterMs).toBeLessThanOrEqual(3_000);
+    await expectTrickleEndedBy408(portOf(short), 'POST /api/v1/portal-sessions HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"token":"');
   });
 
   it('when a request’s body is complete within REQUEST_TIMEOUT_MS, though sent in two parts, then it is answered as usual', async () => {

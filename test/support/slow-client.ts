@@ -99,3 +99,16 @@ export async function sendInParts(port: number, parts: string[], gapMs: number):
   await closed;
   return answer;
 }
+
+/**
+ * Trickles a body a byte every 300 ms after `head` (which promises far more), and checks that
+ * a server whose REQUEST_TIMEOUT_MS is 1,500 answered 408 and closed the connection within
+ * that timeout and one check of Node's (every second).
+ */
+export async function expectTrickleEndedBy408(port: number, head: string): Promise<void> {
+  const exchange = await trickle(port, { head, drip: 'a', everyMs: 300, giveUpMs: 6_000 });
+  expect(exchange.answer).toMatch(/^HTTP\/1\.1 408 /);
+  expect(exchange.closedAfterMs).not.toBeNull();
+  expect(exchange.closedAfterMs).toBeGreaterThanOrEqual(1_400);
+  expect(exchange.closedAfterMs).toBeLessThanOrEqual(3_000);
+}
