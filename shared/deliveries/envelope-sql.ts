@@ -19,7 +19,9 @@ const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`;
  * could differ.
  */
 export const jsonTextSql = (text: string): string =>
-  `COALESCE(replace(replace(to_json((${text})::text)::text, chr(8232), '\\u2028'), chr(8233), '\\u2029'), 'null')`;
+  // The two characters themselves, not chr(8232): chr() fails in a SQL_ASCII database, where
+  // text is its UTF-8 bytes and a literal of the same bytes still matches.
+  `COALESCE(replace(replace(to_json((${text})::text)::text, '\u2028', '\\u2028'), '\u2029', '\\u2029'), 'null')`;
 
 /**
  * A timestamp column as the JSON string Date.prototype.toISOString() writes (milliseconds
